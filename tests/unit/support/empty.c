@@ -1,0 +1,2 @@
+/* Keeps the test support library non-empty. */
+typedef int kann_test_support_empty;
