@@ -1,0 +1,89 @@
+/* The back half of the pipeline: lower (nodes → kernel calls), schedule (calls → tiles over P
+ * record streams), plan (values → arena offsets) and emit (model.bin). */
+#ifndef KC_LOWER_H
+#define KC_LOWER_H
+
+#include <stdint.h>
+
+#include "diag.h"
+#include "ir.h"
+#include "passes.h"
+
+#define KC_MAX_FIXUPS 8
+
+/* A kann_ref field inside an argument struct that points at (part of) a value; the planner's
+ * offsets are patched in by the emitter. */
+typedef struct kc_fixup {
+    uint32_t field; /* byte offset of the kann_ref inside the argument struct */
+    int value; /* value index */
+    int64_t byte_offset; /* inside the value */
+    int write; /* the kernel writes it */
+} kc_fixup;
+
+/* One kernel call: a whole layer; the scheduler cuts it into tiles. */
+typedef struct kc_call {
+    int kernel; /* kann_kernel_id */
+    int node; /* source node, -1 for calls the compiler added (output copies) */
+    void *args; /* kann_<family>_args with tile = {axis 0, 0, extents[0]} */
+    uint32_t args_size;
+    int n_fixups;
+    kc_fixup fixups[KC_MAX_FIXUPS];
+    uint32_t extents[2]; /* per tile axis; 0 for an axis the kernel lacks */
+    uint32_t granules[2]; /* a tile along the axis is a multiple of this (but the last) */
+    double macs; /* multiply-adds (or elements) it does, for the summary and the schedule */
+} kc_call;
+
+typedef struct kc_program {
+    kc_call *calls;
+    int n_calls, cap_calls;
+} kc_program;
+
+/* One record of one stream: call index and its tile. tile_end == 0 && call < 0: barrier. */
+typedef struct kc_tile_record {
+    int call; /* -1 for a barrier */
+    uint32_t axis, begin, end;
+} kc_tile_record;
+
+typedef struct kc_schedule {
+    int n_streams;
+    int n_phases;
+    kc_tile_record **streams; /* streams[s][0 .. counts[s]) */
+    int *counts;
+} kc_schedule;
+
+typedef struct kc_plan {
+    uint64_t arena_size;
+    uint64_t const_size; /* weights referenced by calls */
+    int n_consts; /* distinct constant values emitted */
+} kc_plan;
+
+/* 6. lower (lower.c): every live node becomes kernel calls; unsupported shapes/dtypes/attribute
+ * values are reported for all nodes in one run. Also adds copies for outputs that are
+ * constants. */
+int kc_lower(kc_graph *g, kc_program *p, kc_diag *d);
+
+/* 7. schedule (schedule.c): each call is cut into at most n_streams tiles, one per stream, along
+ * the axis that balances best; a barrier ends every phase (one phase per call). */
+int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, kc_schedule *s,
+                        kc_diag *d);
+
+/* 8. plan (plan.c): liveness over calls, views resolved to their root value, offsets in one
+ * arena (64-byte aligned, reuse of dead buffers). Sets kc_value.offset for roots in the arena. */
+int kc_plan_memory(kc_graph *g, const kc_program *p, kc_plan *plan, kc_diag *d);
+/* Where value v's bytes are: its root (following views) and the byte offset inside it. */
+int kc_value_root(const kc_graph *g, int v, int64_t *offset);
+
+/* 9. emit (emit.c): model.bin, written atomically (temp file + rename). */
+typedef struct kc_emit_options {
+    const char *source_path;
+    const char *source_hash; /* FNV-1a 64 of the source file, hex */
+    const char *options; /* command line options, recorded in the metadata */
+} kc_emit_options;
+int kc_emit_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
+                  const kc_plan *plan, const char *out_path, const kc_emit_options *o,
+                  kc_diag *d);
+
+void kc_program_free(kc_program *p);
+void kc_schedule_free(kc_schedule *s);
+
+#endif

@@ -1,0 +1,265 @@
+"""Small ONNX models covering every op and attribute the compiler accepts, built with
+onnx.helper; each case is (name, model, inputs, extra kann-c args). References come from ONNX
+Runtime at check time (kann_check.py)."""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples"))
+import sample_cnn  # noqa: E402
+
+F = TensorProto.FLOAT
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def const(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13, name="g"):
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                          producer_name="kann-tests")
+    m.ir_version = 7 if opset < 15 else 8
+    return m
+
+
+def vi(name, shape, dtype=F):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def randn(r, *shape, scale=1.0):
+    return (r.standard_normal(shape) * scale).astype(np.float32)
+
+
+def conv_case(name, x_shape, w_shape, seed, bias=True, opset=13, **attrs):
+    r = rng(seed)
+    inits = [const("W", randn(r, *w_shape, scale=0.3))]
+    ins = ["x", "W"]
+    if bias:
+        inits.append(const("B", randn(r, w_shape[0])))
+        ins.append("B")
+    node = helper.make_node("Conv", ins, ["y"], name="conv", **attrs)
+    m = model([node], [vi("x", x_shape)], [vi("y", None)], inits, opset)
+    return name, m, {"x": randn(r, *x_shape)}, []
+
+
+def conv_cases():
+    yield conv_case("conv_basic", [1, 3, 9, 11], [5, 3, 3, 3], 1, pads=[1, 1, 1, 1])
+    yield conv_case("conv_nobias_stride2", [1, 4, 10, 9], [6, 4, 3, 3], 2, bias=False,
+                    strides=[2, 2])
+    yield conv_case("conv_dilated_asym", [1, 2, 12, 13], [3, 2, 3, 2], 3, dilations=[2, 1],
+                    pads=[2, 0, 1, 1], strides=[1, 2])
+    yield conv_case("conv_groups", [1, 6, 8, 8], [4, 3, 3, 3], 4, group=2, pads=[1, 1, 1, 1])
+    yield conv_case("conv_depthwise", [1, 7, 10, 10], [7, 1, 3, 3], 5, group=7, strides=[2, 2],
+                    pads=[1, 1, 1, 1])
+    yield conv_case("conv_same_upper", [1, 3, 7, 8], [4, 3, 4, 4], 6, auto_pad="SAME_UPPER",
+                    strides=[2, 2])
+    yield conv_case("conv_same_lower", [1, 3, 7, 8], [4, 3, 4, 3], 7, auto_pad="SAME_LOWER")
+    yield conv_case("conv_valid", [1, 3, 7, 8], [4, 3, 2, 5], 8, auto_pad="VALID")
+    yield conv_case("conv_1d", [1, 3, 20], [4, 3, 5], 9, pads=[2, 1], strides=[2])
+    yield conv_case("conv_batch2", [2, 3, 6, 6], [4, 3, 1, 1], 10)
+    yield conv_case("conv_1x1_many", [1, 33, 5, 7], [17, 33, 1, 1], 11)
+
+
+def bn_params(r, c):
+    return [const("gamma", randn(r, c) * 0.5 + 1), const("beta", randn(r, c)),
+            const("mean", randn(r, c)), const("var", np.abs(randn(r, c)) + 0.5)]
+
+
+def bn_cases():
+    """Conv + explicit BatchNormalization and its pre-folded twin; a standalone BN."""
+    r = rng(20)
+    x = randn(r, 1, 4, 8, 8)
+    w, b = randn(r, 6, 4, 3, 3, scale=0.3), randn(r, 6)
+    bnp = bn_params(r, 6)
+    eps = 1e-3
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["n"],
+                              name="bn", epsilon=eps),
+             helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    inits = [const("W", w), const("B", b)] + bnp
+    yield "bn_explicit", model(nodes, [vi("x", [1, 4, 8, 8])], [vi("y", None)], inits), \
+        {"x": x}, ["--expect-summary", "1 batch-norms into conv"]
+    g, be, mu, var = (numpy_helper.to_array(t) for t in bnp)
+    s = g / np.sqrt(var + eps)
+    wf = (w * s[:, None, None, None]).astype(np.float32)
+    bf = ((b - mu) * s + be).astype(np.float32)
+    nodes2 = [helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+              helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    yield "bn_prefolded_twin", model(nodes2, [vi("x", [1, 4, 8, 8])], [vi("y", None)],
+                                     [const("W", wf), const("B", bf)]), {"x": x}, []
+    # BN on a graph input cannot fold: a per-channel multiply-add.
+    r = rng(21)
+    nodes = [helper.make_node("BatchNormalization", ["x", "gamma", "beta", "mean", "var"], ["n"],
+                              name="bn"),
+             helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    yield "bn_standalone", model(nodes, [vi("x", [1, 5, 4, 6])], [vi("y", None)], bn_params(r, 5)), \
+        {"x": randn(r, 1, 5, 4, 6)}, ["--expect-summary", "1 batch-norms as a per-channel"]
+    # Gemm followed by BN (1-D features).
+    r = rng(22)
+    nodes = [helper.make_node("Gemm", ["x", "W", "B"], ["g"], name="fc", transB=1),
+             helper.make_node("BatchNormalization", ["g", "gamma", "beta", "mean", "var"], ["y"],
+                              name="bn")]
+    yield "gemm_bn", model(nodes, [vi("x", [1, 12])], [vi("y", None)],
+                           [const("W", randn(r, 7, 12)), const("B", randn(r, 7))] + bn_params(r, 7)), \
+        {"x": randn(r, 1, 12)}, []
+
+
+def pool_cases():
+    r = rng(30)
+    x = randn(r, 1, 3, 11, 10)
+    def pool(name, op, **attrs):
+        n = helper.make_node(op, ["x"], ["y"], name="pool", **attrs)
+        return name, model([n], [vi("x", [1, 3, 11, 10])], [vi("y", None)]), {"x": x}, []
+    yield pool("maxpool_basic", "MaxPool", kernel_shape=[3, 3], strides=[2, 2])
+    yield pool("maxpool_ceil_pads", "MaxPool", kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1], ceil_mode=1)
+    yield pool("maxpool_dilated", "MaxPool", kernel_shape=[2, 3], dilations=[2, 2])
+    yield pool("avgpool_exclude_pad", "AveragePool", kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1])
+    yield pool("avgpool_include_pad", "AveragePool", kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 0, 1, 2], count_include_pad=1)
+    yield pool("avgpool_ceil", "AveragePool", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    yield pool("maxpool_same_upper", "MaxPool", kernel_shape=[3, 3], strides=[2, 2],
+               auto_pad="SAME_UPPER")
+    yield pool("global_avgpool", "GlobalAveragePool")
+
+
+def gemm_cases():
+    r = rng(40)
+    def gemm(name, a_shape, b_shape, c_shape, b_const=True, **attrs):
+        inits = [const("C", randn(r, *c_shape))] if c_shape is not None else []
+        ins = [vi("a", a_shape)]
+        feeds = {"a": randn(r, *a_shape)}
+        if b_const:
+            inits.append(const("B", randn(r, *b_shape)))
+        else:
+            ins.append(vi("B", b_shape))
+            feeds["B"] = randn(r, *b_shape)
+        n = helper.make_node("Gemm", ["a", "B"] + (["C"] if c_shape is not None else []), ["y"],
+                             name="gemm", **attrs)
+        return name, model([n], ins, [vi("y", None)], inits), feeds, []
+    yield gemm("gemm_plain", [3, 5], [5, 4], [4])
+    yield gemm("gemm_transB_fc", [1, 64], [10, 64], [10], transB=1)
+    yield gemm("gemm_transA_alpha_beta", [5, 3], [5, 4], [3, 4], transA=1, alpha=0.5, beta=2.0)
+    yield gemm("gemm_both_trans_scalar_c", [6, 2], [7, 6], [], transA=1, transB=1)
+    yield gemm("gemm_col_c_runtime_b", [4, 6], [6, 3], [4, 1], b_const=False)
+    yield gemm("gemm_no_c", [2, 8], [8, 9], None)
+    def matmul(name, a_shape, b_shape, b_const):
+        feeds = {"a": randn(r, *a_shape)}
+        ins, inits = [vi("a", a_shape)], []
+        if b_const:
+            inits.append(const("B", randn(r, *b_shape)))
+        else:
+            ins.append(vi("B", b_shape))
+            feeds["B"] = randn(r, *b_shape)
+        n = helper.make_node("MatMul", ["a", "B"], ["y"], name="mm")
+        return name, model([n], ins, [vi("y", None)], inits), feeds, []
+    yield matmul("matmul_2d", [3, 7], [7, 5], True)
+    yield matmul("matmul_batched", [2, 3, 4], [2, 4, 5], False)
+    yield matmul("matmul_broadcast_weights", [2, 3, 4], [4, 6], True)
+    yield matmul("matmul_vector", [4], [4, 3], True)
+
+
+def eltwise_cases():
+    r = rng(50)
+    for op in ["Add", "Sub", "Mul", "Div"]:
+        n = helper.make_node(op, ["x", "c"], ["y"], name=op.lower())
+        c = np.abs(randn(r, 3, 1, 1)) + 0.5
+        yield f"{op.lower()}_channel_const", model([n], [vi("x", [1, 3, 4, 5])], [vi("y", None)],
+                                                   [const("c", c)]), {"x": randn(r, 1, 3, 4, 5)}, []
+    n = helper.make_node("Div", ["x", "z"], ["y"], name="div")
+    yield "div_broadcast_both", model([n], [vi("x", [2, 1, 5]), vi("z", [3, 1])], [vi("y", None)]), \
+        {"x": randn(r, 2, 1, 5), "z": np.abs(randn(r, 3, 1)) + 0.5}, []
+    n = helper.make_node("Mul", ["x", "s"], ["y"], name="mul")
+    yield "mul_scalar", model([n], [vi("x", [4, 6])], [vi("y", None)],
+                              [const("s", np.float32(1.7))]), {"x": randn(r, 4, 6)}, []
+
+
+def misc_cases():
+    r = rng(60)
+    x = randn(r, 2, 3, 4)
+    for opset, axis in [(11, 1), (13, -1), (13, 1)]:
+        n = helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=axis)
+        yield f"softmax_op{opset}_axis{axis}", model([n], [vi("x", [2, 3, 4])], [vi("y", None)],
+                                                     opset=opset), {"x": x}, []
+    n = helper.make_node("LogSoftmax", ["x"], ["y"], name="lsm", axis=2)
+    yield "logsoftmax", model([n], [vi("x", [2, 3, 4])], [vi("y", None)]), {"x": x}, []
+    n = helper.make_node("Transpose", ["x"], ["y"], name="t", perm=[2, 0, 1])
+    yield "transpose", model([n], [vi("x", [2, 3, 4])], [vi("y", None)]), {"x": x}, []
+    n = helper.make_node("Transpose", ["x"], ["y"], name="t")
+    yield "transpose_default", model([n], [vi("x", [2, 3, 4])], [vi("y", None)]), {"x": x}, []
+    # Concat on channels after two convs (views), and on an inner axis (copies).
+    w1, w2 = randn(r, 3, 2, 1, 1), randn(r, 5, 2, 3, 3)
+    nodes = [helper.make_node("Conv", ["x", "W1"], ["a"], name="c1"),
+             helper.make_node("Conv", ["x", "W2"], ["b"], name="c2", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["ar"], name="r1"),
+             helper.make_node("Concat", ["ar", "b"], ["y"], name="cat", axis=1)]
+    yield "concat_channels", model(nodes, [vi("x", [1, 2, 6, 6])], [vi("y", None)],
+                                   [const("W1", w1), const("W2", w2)]), {"x": randn(r, 1, 2, 6, 6)}, []
+    nodes = [helper.make_node("Concat", ["x", "x2"], ["y"], name="cat", axis=-1)]
+    yield "concat_inner_axis", model(nodes, [vi("x", [2, 3, 4]), vi("x2", [2, 3, 2])],
+                                     [vi("y", None)]), {"x": x, "x2": randn(r, 2, 3, 2)}, []
+    # The exporter's Shape -> Gather -> Unsqueeze -> Concat -> Reshape flatten.
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"], name="conv"),
+             helper.make_node("Shape", ["c"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"], name="unsq"),
+             helper.make_node("Concat", ["n1", "minus1"], ["shape2"], name="cat", axis=0),
+             helper.make_node("Reshape", ["c", "shape2"], ["flat"], name="reshape"),
+             helper.make_node("Gemm", ["flat", "FW", "FB"], ["y"], name="fc", transB=1)]
+    inits = [const("W", randn(r, 4, 3, 3, 3)), const("zero", np.int64(0)),
+             const("axes", np.array([0], np.int64)), const("minus1", np.array([-1], np.int64)),
+             const("FW", randn(r, 10, 4 * 4 * 4)), const("FB", randn(r, 10))]
+    yield "exporter_reshape_pattern", model(nodes, [vi("x", [1, 3, 6, 6])], [vi("y", None)], inits), \
+        {"x": randn(r, 1, 3, 6, 6)}, []
+    nodes = [helper.make_node("Flatten", ["x"], ["f"], name="flat", axis=2),
+             helper.make_node("Identity", ["f"], ["i"], name="id"),
+             helper.make_node("Dropout", ["i"], ["y"], name="drop")]
+    yield "flatten_identity_dropout", model(nodes, [vi("x", [2, 3, 4])], [vi("y", None)]), \
+        {"x": x}, []
+    # Residual block: conv -> add(skip) -> relu, and ReLU6 as Clip in both opset styles.
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "x"], ["s"], name="add"),
+             helper.make_node("Relu", ["s"], ["y"], name="relu")]
+    yield "residual_add_relu", model(nodes, [vi("x", [1, 4, 5, 5])], [vi("y", None)],
+                                     [const("W", randn(r, 4, 4, 3, 3, scale=0.3)),
+                                      const("B", randn(r, 4))]), {"x": randn(r, 1, 4, 5, 5)}, \
+        ["--expect-summary", "1 residual adds"]
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"], name="conv"),
+             helper.make_node("Clip", ["c"], ["y"], name="relu6", min=0.0, max=6.0)]
+    yield "clip_opset6", model(nodes, [vi("x", [1, 3, 5, 5])], [vi("y", None)],
+                               [const("W", randn(r, 4, 3, 1, 1, scale=4.0))], opset=6), \
+        {"x": randn(r, 1, 3, 5, 5)}, []
+    nodes = [helper.make_node("Constant", [], ["lo"], name="k0", value=const("lo", np.float32(0))),
+             helper.make_node("Constant", [], ["hi"], name="k1", value=const("hi", np.float32(6))),
+             helper.make_node("Conv", ["x", "W"], ["c"], name="conv"),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["y"], name="relu6")]
+    yield "clip_opset13_constants", model(nodes, [vi("x", [1, 3, 5, 5])], [vi("y", None)],
+                                          [const("W", randn(r, 4, 3, 1, 1, scale=4.0))]), \
+        {"x": randn(r, 1, 3, 5, 5)}, ["--expect-summary", "1 activations"]
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    yield "relu_standalone", model(nodes, [vi("x", [3, 7])], [vi("y", None)]), \
+        {"x": randn(r, 3, 7)}, []
+    # Symbolic batch: defaults to 1, or bound with --input-shape.
+    n = helper.make_node("Conv", ["x", "W"], ["y"], name="conv")
+    m = model([n], [vi("x", ["N", 3, 4, 4])], [vi("y", None)], [const("W", randn(r, 2, 3, 1, 1))])
+    yield "symbolic_batch_default", m, {"x": randn(r, 1, 3, 4, 4)}, []
+    yield "symbolic_batch_bound", m, {"x": randn(r, 3, 3, 4, 4)}, ["--input-shape", "x=3x3x4x4"]
+
+
+def all_cases():
+    yield from conv_cases()
+    yield from bn_cases()
+    yield from pool_cases()
+    yield from gemm_cases()
+    yield from eltwise_cases()
+    yield from misc_cases()
+    m, feeds = sample_cnn.build(size=64)
+    yield "sample_cnn", m, feeds, ["--expect-summary", "batch-norms into conv"]
