@@ -296,8 +296,18 @@ int kc_is_const(const kc_graph *g, int value) {
     return value >= 0 && (g->values[value].flags & KC_VALUE_CONST) != 0;
 }
 
+/* Does some value read v's bytes through a view? */
+static int has_views(const kc_graph *g, int v) {
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i].alias_of == v) return 1;
+    return 0;
+}
+
 int kc_value_uses(const kc_graph *g, int v) {
     int uses = 0;
+    /* Reads of a view are reads of its target. */
+    for (int w = 0; w < g->n_values; w++)
+        if (g->values[w].alias_of == v && w != v) uses += kc_value_uses(g, w);
     for (int i = 0; i < g->n_nodes; i++) {
         const kc_node *n = &g->nodes[i];
         if (n->dead) continue;
@@ -309,6 +319,7 @@ int kc_value_uses(const kc_graph *g, int v) {
 }
 
 int kc_single_consumer(const kc_graph *g, int v) {
+    if (has_views(g, v)) return -1;
     int found = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         const kc_node *n = &g->nodes[i];
@@ -376,6 +387,16 @@ int kc_verify(const kc_graph *g, kc_diag *d) {
             }
             defined_at[v] = i;
         }
+    }
+    /* A value no live node writes but whose views are written (a Concat output assembled in
+     * place by its inputs' producers) is defined once its last piece is. */
+    for (int v = 0; v < g->n_values; v++) {
+        if (g->values[v].alias_of < 0 || defined_at[v] < 0 || defined_at[v] == INT32_MAX) continue;
+        int r = v, steps = 0;
+        while (g->values[r].alias_of >= 0 && steps++ < g->n_values) r = g->values[r].alias_of;
+        if (g->values[r].producer >= 0 && g->nodes[g->values[r].producer].dead &&
+            (defined_at[r] == INT32_MAX || defined_at[r] < defined_at[v]))
+            defined_at[r] = defined_at[v];
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const kc_node *n = &g->nodes[i];

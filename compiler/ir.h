@@ -197,9 +197,10 @@ int kc_attr_ints(const kc_node *n, const char *name, int64_t *out, int max);
 int kc_opset_of(const kc_graph *g, const char *domain); /* 0 if not imported */
 int64_t kc_value_numel(const kc_value *v); /* -1 while unknown */
 int kc_is_const(const kc_graph *g, int value);
-/* Number of live nodes reading value v, plus 1 if it is a graph output. */
+/* Number of live nodes reading value v, plus 1 if it is a graph output; reads through views
+ * of v count. */
 int kc_value_uses(const kc_graph *g, int v);
-/* Index of the single live node reading v, -1 if none or several. */
+/* Index of the single live node reading v, -1 if none, several, or v has views. */
 int kc_single_consumer(const kc_graph *g, int v);
 /* Replaces every use of value from by value to in live nodes and graph outputs. */
 void kc_replace_uses(kc_graph *g, int from, int to);

@@ -554,7 +554,7 @@ static int lower_concat(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     if (errors) return errors;
     const kc_value *yv = val(g, y);
     int r = yv->rank;
-    int64_t axis = kc_attr_int(n, "axis", 0);
+    int64_t axis = kc_attr_int(n, "axis", 1); /* required since opset 4; 1 before */
     if (axis < 0) axis += r;
     int64_t outer = prod(yv->dims, 0, (int)axis), inner = prod(yv->dims, (int)axis + 1, r);
     int64_t at = 0;

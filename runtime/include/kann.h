@@ -36,6 +36,7 @@ typedef enum kann_status {
     KANN_E_ARENA, /* the arena is smaller than the model needs */
     KANN_E_NOT_FOUND, /* no input/output with that name or index */
     KANN_E_RUNTIME, /* a failure while running (a backend error) */
+    KANN_E_IO, /* reading or writing a file failed (host layer only) */
     KANN_STATUS_COUNT
 } kann_status;
 
@@ -110,6 +111,8 @@ int kann_model_find_input(const kann_model *m, const char *name);
 int kann_model_find_output(const kann_model *m, const char *name);
 /* Name of the node that record r of the model came from ("" if none). */
 const char *kann_model_record_node(const kann_model *m, uint32_t record);
+/* Value of the META entry key ("producer", "source_sha256", ...), NULL if absent. */
+const char *kann_model_meta(const kann_model *m, const char *key);
 
 /* One execution context: a model plus the caller's arena. Sessions of one model share nothing
  * but the read-only model, so several can run at once in different threads. */

@@ -4,6 +4,7 @@
 #ifndef KANN_FORMAT_H
 #define KANN_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kann.h"
@@ -21,6 +22,7 @@
 #define KANN_MAX_STREAMS 256
 #define KANN_MAX_SECTIONS 32
 #define KANN_MAX_NAME 1024 /* longest name string, NUL excluded */
+#define KANN_MAX_IO 4096 /* inputs + outputs */
 
 typedef enum kann_section_kind {
     KANN_SECTION_META = 1, /* key=value\0 strings: producer, version, source hash, options */
@@ -98,6 +100,10 @@ typedef struct kann_record {
     uint32_t args_offset; /* in ARGS */
     uint32_t args_size; /* must equal the kernel's argument struct size */
 } kann_record;
+
+/* CRC-32 as zlib's crc32() (reflected polynomial 0xEDB88320, initial and final XOR
+ * 0xffffffff). Chainable: kann_crc32(kann_crc32(0, a, n), b, m) is the CRC of a then b. */
+uint32_t kann_crc32(uint32_t crc, const void *data, size_t n);
 
 _Static_assert(sizeof(kann_file_header) == 64, "header layout");
 _Static_assert(sizeof(kann_section) == 32, "section layout");

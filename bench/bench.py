@@ -1,0 +1,107 @@
+"""Batch-1 latency of kann-c against ONNX Runtime, same machine, same run, as a ratio.
+
+  python3 bench/bench.py [--models-dir ../shared/models] [--threads 1,2] [--runs 50]
+
+For each model and thread count T: compiles with `kann-c --cores T`, times `kann-run --bench
+RUNS --threads T` (warm-up, then the median), and times ONNX Runtime (CPU provider,
+intra_op_num_threads=T, inter_op_num_threads=1, sequential, all graph optimizations, 10 warm-up
+runs, median of RUNS). Prints a Markdown table; ratio = kann-c / ONNX Runtime (< 1 is faster).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def tool(name, build):
+    sub = "compiler" if name == "kann-c" else "runtime"
+    return os.environ.get(name.upper().replace("-", "_"), os.path.join(build, sub, name))
+
+
+def ort_median_ms(model, feeds, threads, runs):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    for _ in range(10):
+        sess.run(None, feeds)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def kann_median_ms(kann_c, kann_run, model, input_name, input_path, threads, runs, work):
+    out = os.path.join(work, os.path.basename(model) + f".p{threads}.bin")
+    subprocess.run([kann_c, model, "-o", out, "--cores", str(threads), "-q"], check=True)
+    p = subprocess.run([kann_run, out, "-i", f"{input_name}={input_path}", "--threads",
+                        str(threads), "--bench", str(runs), "--json"],
+                       check=True, capture_output=True, text=True)
+    return json.loads(p.stdout)["latency_ms"]["median"]
+
+
+def models(args):
+    found = []
+    d = args.models_dir
+    for m in ["squeezenet1_1", "mobilenet_v2", "resnet18"]:
+        if d and os.path.exists(os.path.join(d, m + ".onnx")):
+            found.append((m, os.path.join(d, m + ".onnx"), os.path.join(d, m + ".input.npy")))
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models-dir", default=os.environ.get(
+        "KANN_MODELS_DIR", os.path.join(ROOT, "..", "shared", "models")))
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--runs", type=int, default=50)
+    args = ap.parse_args()
+    kann_c, kann_run = tool("kann-c", args.build), tool("kann-run", args.build)
+    threads = [int(t) for t in args.threads.split(",")]
+    import onnx
+    with tempfile.TemporaryDirectory() as work:
+        todo = models(args)
+        sys.path.insert(0, os.path.join(ROOT, "samples"))
+        import sample_cnn
+        m, feeds = sample_cnn.build(224)
+        path = os.path.join(work, "sample_cnn.onnx")
+        onnx.save(m, path)
+        np.save(os.path.join(work, "sample_cnn.input.npy"), feeds["input"])
+        todo.append(("sample_cnn", path, os.path.join(work, "sample_cnn.input.npy")))
+        rows = []
+        for name, model, input_path in todo:
+            mp = onnx.load(model, load_external_data=False)
+            inits = {i.name for i in mp.graph.initializer}
+            input_name = [i.name for i in mp.graph.input if i.name not in inits][0]
+            feeds = {input_name: np.load(input_path)}
+            for t in threads:
+                k = kann_median_ms(kann_c, kann_run, model, input_name, input_path, t, args.runs, work)
+                o = ort_median_ms(model, feeds, t, args.runs)
+                rows.append((name, t, k, o))
+                print(f"{name:14s} T={t}  kann-c {k:8.2f} ms  onnxruntime {o:8.2f} ms  "
+                      f"ratio {k / o:5.2f}", file=sys.stderr)
+    import onnxruntime
+    print(f"| model | threads | kann-c median (ms) | ONNX Runtime {onnxruntime.__version__} "
+          f"median (ms) | ratio |")
+    print("|---|---|---|---|---|")
+    for name, t, k, o in rows:
+        print(f"| {name} | {t} | {k:.2f} | {o:.2f} | {k / o:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

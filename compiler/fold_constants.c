@@ -1,0 +1,556 @@
+/* The constant evaluator: reference semantics of the ops that shape arithmetic and constant
+ * subgraphs use, over dense host tensors, one function per op. */
+#include "fold_constants.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "shapes.h"
+
+/* ---- element access in any numeric dtype ---- */
+
+static int is_float(int dt) {
+    return dt == KC_DTYPE_FLOAT || dt == KC_DTYPE_DOUBLE;
+}
+
+static int is_integer(int dt) {
+    switch (dt) {
+    case KC_DTYPE_INT8:
+    case KC_DTYPE_UINT8:
+    case KC_DTYPE_INT16:
+    case KC_DTYPE_UINT16:
+    case KC_DTYPE_INT32:
+    case KC_DTYPE_UINT32:
+    case KC_DTYPE_INT64:
+    case KC_DTYPE_UINT64:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Types the evaluator can convert between (Cast, arithmetic). */
+static int is_numeric(int dt) {
+    return is_float(dt) || is_integer(dt) || dt == KC_DTYPE_BOOL;
+}
+
+/* Float to integer saturates and sends NaN to 0: C leaves out-of-range conversions undefined. */
+static int64_t saturate_i64(double x) {
+    if (isnan(x)) return 0;
+    if (x >= 9223372036854775807.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+
+static int64_t clamp_i64(int64_t x, int64_t lo, int64_t hi) {
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+static int64_t get_i(const void *p, int dt, int64_t i) {
+    switch (dt) {
+    case KC_DTYPE_INT8:
+        return ((const int8_t *)p)[i];
+    case KC_DTYPE_UINT8:
+    case KC_DTYPE_BOOL:
+        return ((const uint8_t *)p)[i];
+    case KC_DTYPE_INT16:
+        return ((const int16_t *)p)[i];
+    case KC_DTYPE_UINT16:
+        return ((const uint16_t *)p)[i];
+    case KC_DTYPE_INT32:
+        return ((const int32_t *)p)[i];
+    case KC_DTYPE_UINT32:
+        return ((const uint32_t *)p)[i];
+    case KC_DTYPE_INT64:
+        return ((const int64_t *)p)[i];
+    case KC_DTYPE_UINT64:
+        return (int64_t)((const uint64_t *)p)[i];
+    case KC_DTYPE_FLOAT:
+        return saturate_i64(((const float *)p)[i]);
+    case KC_DTYPE_DOUBLE:
+        return saturate_i64(((const double *)p)[i]);
+    default:
+        return 0;
+    }
+}
+
+static double get_f(const void *p, int dt, int64_t i) {
+    switch (dt) {
+    case KC_DTYPE_FLOAT:
+        return ((const float *)p)[i];
+    case KC_DTYPE_DOUBLE:
+        return ((const double *)p)[i];
+    case KC_DTYPE_UINT64:
+        return (double)((const uint64_t *)p)[i];
+    default:
+        return (double)get_i(p, dt, i);
+    }
+}
+
+/* Stores an integer, wrapping into narrower integer types as a C conversion does. */
+static void put_i(void *p, int dt, int64_t i, int64_t x) {
+    switch (dt) {
+    case KC_DTYPE_INT8:
+        ((int8_t *)p)[i] = (int8_t)x;
+        break;
+    case KC_DTYPE_UINT8:
+        ((uint8_t *)p)[i] = (uint8_t)x;
+        break;
+    case KC_DTYPE_BOOL:
+        ((uint8_t *)p)[i] = x != 0;
+        break;
+    case KC_DTYPE_INT16:
+        ((int16_t *)p)[i] = (int16_t)x;
+        break;
+    case KC_DTYPE_UINT16:
+        ((uint16_t *)p)[i] = (uint16_t)x;
+        break;
+    case KC_DTYPE_INT32:
+        ((int32_t *)p)[i] = (int32_t)x;
+        break;
+    case KC_DTYPE_UINT32:
+        ((uint32_t *)p)[i] = (uint32_t)x;
+        break;
+    case KC_DTYPE_INT64:
+        ((int64_t *)p)[i] = x;
+        break;
+    case KC_DTYPE_UINT64:
+        ((uint64_t *)p)[i] = (uint64_t)x;
+        break;
+    case KC_DTYPE_FLOAT:
+        ((float *)p)[i] = (float)x;
+        break;
+    case KC_DTYPE_DOUBLE:
+        ((double *)p)[i] = (double)x;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Stores a real number: rounded for floats, saturated for integers. */
+static void put_f(void *p, int dt, int64_t i, double x) {
+    switch (dt) {
+    case KC_DTYPE_FLOAT:
+        ((float *)p)[i] = (float)x;
+        break;
+    case KC_DTYPE_DOUBLE:
+        ((double *)p)[i] = x;
+        break;
+    case KC_DTYPE_BOOL:
+        ((uint8_t *)p)[i] = x != 0;
+        break;
+    case KC_DTYPE_INT8:
+        put_i(p, dt, i, clamp_i64(saturate_i64(x), INT8_MIN, INT8_MAX));
+        break;
+    case KC_DTYPE_UINT8:
+        put_i(p, dt, i, clamp_i64(saturate_i64(x), 0, UINT8_MAX));
+        break;
+    case KC_DTYPE_INT16:
+        put_i(p, dt, i, clamp_i64(saturate_i64(x), INT16_MIN, INT16_MAX));
+        break;
+    case KC_DTYPE_UINT16:
+        put_i(p, dt, i, clamp_i64(saturate_i64(x), 0, UINT16_MAX));
+        break;
+    case KC_DTYPE_INT32:
+        put_i(p, dt, i, clamp_i64(saturate_i64(x), INT32_MIN, INT32_MAX));
+        break;
+    case KC_DTYPE_UINT32:
+        put_i(p, dt, i, clamp_i64(saturate_i64(x), 0, UINT32_MAX));
+        break;
+    case KC_DTYPE_UINT64:
+        ((uint64_t *)p)[i] = isnan(x) || x <= 0            ? 0
+                             : x >= 18446744073709551615.0 ? UINT64_MAX
+                                                           : (uint64_t)x;
+        break;
+    default:
+        put_i(p, dt, i, saturate_i64(x));
+        break;
+    }
+}
+
+/* ---- shared plumbing ---- */
+
+typedef struct fold_ctx {
+    kc_graph *g;
+    int node;
+    const kc_node *n;
+    kc_diag *d;
+} fold_ctx;
+
+static const kc_value *in_v(const fold_ctx *c, int i) {
+    if (i >= c->n->n_inputs || c->n->inputs[i] < 0) return NULL;
+    return &c->g->values[c->n->inputs[i]];
+}
+
+static kc_value *out_v(const fold_ctx *c, int i) {
+    if (i >= c->n->n_outputs || c->n->outputs[i] < 0) return NULL;
+    return &c->g->values[c->n->outputs[i]];
+}
+
+static void row_major_strides(int rank, const int64_t *dims, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= dims[i];
+    }
+}
+
+/* Copies the elements of an output of the given dims, output element (i0, i1, ...) coming from
+ * input element base + sum(ik * st[k]): covers transposes, slices and broadcasts. */
+static void strided_copy(void *dst, const void *src, size_t es, int rank, const int64_t *dims,
+                         int64_t base, const int64_t *st) {
+    int64_t n = kc_numel(rank, dims), ctr[KC_MAX_RANK] = {0}, at = base;
+    for (int64_t e = 0; e < n; e++) {
+        memcpy((char *)dst + (size_t)e * es, (const char *)src + (size_t)at * es, es);
+        for (int i = rank - 1; i >= 0; i--) {
+            at += st[i];
+            if (++ctr[i] < dims[i]) break;
+            at -= st[i] * dims[i];
+            ctr[i] = 0;
+        }
+    }
+}
+
+/* Element strides of an input of rank r read as the broadcast output (0 on broadcast dims). */
+static void broadcast_strides(int ro, int r, const int64_t *dims, int64_t *st) {
+    int64_t s = 1;
+    for (int i = ro - 1; i >= 0; i--) {
+        int j = i - (ro - r);
+        st[i] = j >= 0 && dims[j] != 1 ? s : 0;
+        if (j >= 0) s *= dims[j];
+    }
+}
+
+/* ---- evaluators, one per op; each returns 1, 0 or -1 as kc_fold_node ---- */
+
+static int eval_copy(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0);
+    kc_value *y = out_v(c, 0);
+    int64_t n = y ? kc_value_numel(y) : 0;
+    if (n) memcpy(y->data, x->data, (size_t)n * kc_dtype_size(y->dtype));
+    return 1;
+}
+
+static int eval_Dropout(const fold_ctx *c) {
+    eval_copy(c);
+    kc_value *mask = out_v(c, 1);
+    if (mask) {
+        /* Inference: nothing is dropped. */
+        int64_t n = kc_value_numel(mask);
+        for (int64_t i = 0; i < n; i++)
+            put_i(mask->data, mask->dtype, i, 1);
+    }
+    return 1;
+}
+
+static int eval_arith(const fold_ctx *c) {
+    const kc_value *a = in_v(c, 0), *b = in_v(c, 1);
+    kc_value *y = out_v(c, 0);
+    int dt = y->dtype;
+    if (!is_float(dt) && !is_integer(dt)) return 0;
+    int64_t sa[KC_MAX_RANK], sb[KC_MAX_RANK], ctr[KC_MAX_RANK] = {0};
+    broadcast_strides(y->rank, a->rank, a->dims, sa);
+    broadcast_strides(y->rank, b->rank, b->dims, sb);
+    int64_t n = kc_value_numel(y), ia = 0, ib = 0;
+    int op = c->n->op;
+    for (int64_t e = 0; e < n; e++) {
+        if (is_float(dt)) {
+            /* One operation in double, rounded once to float, is the float operation. */
+            double x = get_f(a->data, dt, ia), z = get_f(b->data, dt, ib);
+            double r = op == KC_OP_Add   ? x + z
+                       : op == KC_OP_Sub ? x - z
+                       : op == KC_OP_Mul ? x * z
+                                         : x / z;
+            put_f(y->data, dt, e, r);
+        } else {
+            int64_t x = get_i(a->data, dt, ia), z = get_i(b->data, dt, ib);
+            uint64_t ux = (uint64_t)x, uz = (uint64_t)z;
+            int64_t r;
+            if (op == KC_OP_Add)
+                r = (int64_t)(ux + uz);
+            else if (op == KC_OP_Sub)
+                r = (int64_t)(ux - uz);
+            else if (op == KC_OP_Mul)
+                r = (int64_t)(ux * uz);
+            else if (z == 0) {
+                kc_error_node(c->d, c->g, c->node, "integer division by zero in constant inputs");
+                return -1;
+            } else if (z == -1)
+                r = (int64_t)(0 - ux); /* INT64_MIN / -1 wraps instead of trapping */
+            else
+                r = x / z;
+            put_i(y->data, dt, e, r);
+        }
+        for (int i = y->rank - 1; i >= 0; i--) {
+            ia += sa[i];
+            ib += sb[i];
+            if (++ctr[i] < y->dims[i]) break;
+            ia -= sa[i] * y->dims[i];
+            ib -= sb[i] * y->dims[i];
+            ctr[i] = 0;
+        }
+    }
+    return 1;
+}
+
+static int eval_Cast(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0);
+    kc_value *y = out_v(c, 0);
+    if (!is_numeric(x->dtype) || !is_numeric(y->dtype)) return 0;
+    int64_t n = kc_value_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        if (is_float(x->dtype) || (x->dtype == KC_DTYPE_UINT64 && is_float(y->dtype)))
+            put_f(y->data, y->dtype, i, get_f(x->data, x->dtype, i));
+        else
+            put_i(y->data, y->dtype, i, get_i(x->data, x->dtype, i));
+    }
+    return 1;
+}
+
+static int eval_Clip(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0), *lo_v = in_v(c, 1), *hi_v = in_v(c, 2);
+    kc_value *y = out_v(c, 0);
+    int dt = y->dtype;
+    if (!is_float(dt) && !is_integer(dt)) return 0;
+    int64_t n = kc_value_numel(y);
+    if (is_float(dt)) {
+        double lo = -INFINITY, hi = INFINITY;
+        if (kc_node_opset(c->g, c->node) < 11) {
+            lo = kc_attr_float(c->n, "min", -FLT_MAX);
+            hi = kc_attr_float(c->n, "max", FLT_MAX);
+        }
+        if (lo_v) lo = get_f(lo_v->data, lo_v->dtype, 0);
+        if (hi_v) hi = get_f(hi_v->data, hi_v->dtype, 0);
+        for (int64_t i = 0; i < n; i++) {
+            double v = get_f(x->data, dt, i);
+            v = v < lo ? lo : v > hi ? hi : v; /* NaN passes through */
+            put_f(y->data, dt, i, v);
+        }
+    } else {
+        int64_t lo = INT64_MIN, hi = INT64_MAX;
+        if (lo_v) lo = get_i(lo_v->data, lo_v->dtype, 0);
+        if (hi_v) hi = get_i(hi_v->data, hi_v->dtype, 0);
+        for (int64_t i = 0; i < n; i++)
+            put_i(y->data, dt, i, clamp_i64(get_i(x->data, dt, i), lo, hi));
+    }
+    return 1;
+}
+
+static int eval_Relu(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0);
+    kc_value *y = out_v(c, 0);
+    int dt = y->dtype;
+    if (!is_float(dt) && !is_integer(dt)) return 0;
+    int64_t n = kc_value_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        if (is_float(dt)) {
+            double v = get_f(x->data, dt, i);
+            put_f(y->data, dt, i, v < 0 ? 0 : v);
+        } else {
+            int64_t v = get_i(x->data, dt, i);
+            put_i(y->data, dt, i, v < 0 ? 0 : v);
+        }
+    }
+    return 1;
+}
+
+static int eval_Concat(const fold_ctx *c) {
+    kc_value *y = out_v(c, 0);
+    int64_t axis;
+    if (kc_axis_of(c->g, c->node, y->rank, &axis, c->d)) return -1;
+    size_t es = kc_dtype_size(y->dtype);
+    int64_t outer = kc_numel((int)axis, y->dims);
+    int64_t inner = kc_numel(y->rank - (int)axis - 1, y->dims + axis + 1);
+    char *dst = y->data;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int i = 0; i < c->n->n_inputs; i++) {
+            const kc_value *x = in_v(c, i);
+            size_t chunk = (size_t)(x->dims[axis] * inner) * es;
+            if (chunk) memcpy(dst, (const char *)x->data + (size_t)o * chunk, chunk);
+            dst += chunk;
+        }
+    }
+    return 1;
+}
+
+static int eval_Constant(const fold_ctx *c) {
+    kc_value *y = out_v(c, 0);
+    int64_t n = kc_value_numel(y);
+    const kc_attr *a;
+    if ((a = kc_attr_find(c->n, "value")) && a->type == KC_ATTR_TENSOR && a->t) {
+        if (n && a->t->data) memcpy(y->data, a->t->data, (size_t)n * kc_dtype_size(y->dtype));
+    } else if ((a = kc_attr_find(c->n, "value_float"))) {
+        ((float *)y->data)[0] = a->f;
+    } else if ((a = kc_attr_find(c->n, "value_int"))) {
+        ((int64_t *)y->data)[0] = a->i;
+    } else if ((a = kc_attr_find(c->n, "value_floats"))) {
+        if (n) memcpy(y->data, a->floats, (size_t)n * sizeof(float));
+    } else if ((a = kc_attr_find(c->n, "value_ints"))) {
+        if (n) memcpy(y->data, a->ints, (size_t)n * sizeof(int64_t));
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static int eval_ConstantOfShape(const fold_ctx *c) {
+    kc_value *y = out_v(c, 0);
+    size_t es = kc_dtype_size(y->dtype);
+    const kc_attr *a = kc_attr_find(c->n, "value");
+    unsigned char fill[8] = {0}; /* the default is float 0 */
+    if (a && a->t && a->t->data) memcpy(fill, a->t->data, es);
+    int64_t n = kc_value_numel(y);
+    for (int64_t i = 0; i < n; i++)
+        memcpy((char *)y->data + (size_t)i * es, fill, es);
+    return 1;
+}
+
+static int eval_Gather(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0), *idx = in_v(c, 1);
+    kc_value *y = out_v(c, 0);
+    int64_t axis;
+    if (kc_axis_of(c->g, c->node, x->rank, &axis, c->d)) return -1;
+    size_t es = kc_dtype_size(x->dtype);
+    int64_t outer = kc_numel((int)axis, x->dims), dim = x->dims[axis];
+    size_t inner = (size_t)kc_numel(x->rank - (int)axis - 1, x->dims + axis + 1) * es;
+    int64_t ni = kc_value_numel(idx);
+    char *dst = y->data;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t k = 0; k < ni; k++) {
+            int64_t j = get_i(idx->data, idx->dtype, k);
+            if (j < -dim || j >= dim) {
+                kc_error_node(c->d, c->g, c->node, "index %lld is out of range for size %lld",
+                              (long long)j, (long long)dim);
+                return -1;
+            }
+            if (j < 0) j += dim;
+            if (inner)
+                memcpy(dst, (const char *)x->data + ((size_t)o * (size_t)dim + (size_t)j) * inner,
+                       inner);
+            dst += inner;
+        }
+    }
+    return 1;
+}
+
+static int eval_Shape(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0);
+    kc_value *y = out_v(c, 0);
+    int64_t start, end;
+    kc_shape_range(c->g, c->node, x->rank, &start, &end);
+    for (int64_t i = start; i < end; i++)
+        ((int64_t *)y->data)[i - start] = x->dims[i];
+    return 1;
+}
+
+static int eval_Slice(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0);
+    kc_value *y = out_v(c, 0);
+    kc_slice s;
+    if (kc_slice_of(c->g, c->node, &s, c->d)) return -1;
+    int64_t strides[KC_MAX_RANK], st[KC_MAX_RANK], base = 0;
+    row_major_strides(x->rank, x->dims, strides);
+    for (int i = 0; i < x->rank; i++) {
+        base += s.start[i] * strides[i];
+        st[i] = s.step[i] * strides[i];
+    }
+    strided_copy(y->data, x->data, kc_dtype_size(x->dtype), y->rank, y->dims, base, st);
+    return 1;
+}
+
+static int eval_Transpose(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0);
+    kc_value *y = out_v(c, 0);
+    int64_t perm[KC_MAX_RANK], strides[KC_MAX_RANK], st[KC_MAX_RANK];
+    if (kc_perm_of(c->g, c->node, x->rank, perm, c->d)) return -1;
+    row_major_strides(x->rank, x->dims, strides);
+    for (int i = 0; i < x->rank; i++)
+        st[i] = strides[perm[i]];
+    strided_copy(y->data, x->data, kc_dtype_size(x->dtype), y->rank, y->dims, 0, st);
+    return 1;
+}
+
+typedef int (*eval_fn)(const fold_ctx *c);
+
+static eval_fn evaluator(int op) {
+    switch (op) {
+    case KC_OP_Add:
+    case KC_OP_Sub:
+    case KC_OP_Mul:
+    case KC_OP_Div:
+        return eval_arith;
+    case KC_OP_Cast:
+        return eval_Cast;
+    case KC_OP_Clip:
+        return eval_Clip;
+    case KC_OP_Concat:
+        return eval_Concat;
+    case KC_OP_Constant:
+        return eval_Constant;
+    case KC_OP_ConstantOfShape:
+        return eval_ConstantOfShape;
+    case KC_OP_Dropout:
+        return eval_Dropout;
+    case KC_OP_Gather:
+        return eval_Gather;
+    case KC_OP_Relu:
+        return eval_Relu;
+    case KC_OP_Shape:
+        return eval_Shape;
+    case KC_OP_Slice:
+        return eval_Slice;
+    case KC_OP_Transpose:
+        return eval_Transpose;
+    /* Same bytes, new shape. */
+    case KC_OP_Flatten:
+    case KC_OP_Identity:
+    case KC_OP_Reshape:
+    case KC_OP_Squeeze:
+    case KC_OP_Unsqueeze:
+        return eval_copy;
+    default:
+        return NULL;
+    }
+}
+
+int kc_fold_node(kc_graph *g, int node, kc_diag *d) {
+    const kc_node *n = &g->nodes[node];
+    eval_fn fn = n->op > 0 && n->op < KC_OP_COUNT ? evaluator(n->op) : NULL;
+    if (!fn) return 0;
+    fold_ctx c = {g, node, n, d};
+    for (int i = 0; i < n->n_inputs; i++) {
+        const kc_value *x = in_v(&c, i);
+        if (!x || (n->op == KC_OP_Shape && i == 0)) continue;
+        if (!(x->flags & KC_VALUE_CONST) || kc_value_numel(x) < 0) return 0;
+        if (kc_value_numel(x) > 0 && !x->data) return 0;
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        const kc_value *y = out_v(&c, i);
+        if (!y) continue;
+        int64_t numel = kc_value_numel(y);
+        size_t es = kc_dtype_size(y->dtype);
+        if (numel < 0 || es == 0 || numel > KC_FOLD_MAX_BYTES / (int64_t)es) return 0;
+    }
+    /* An evaluation that fails leaves the outputs as they were (its arena bytes are dropped). */
+    void *data[KC_MAX_RANK] = {0};
+    for (int i = 0; i < n->n_outputs && i < KC_MAX_RANK; i++) {
+        kc_value *y = out_v(&c, i);
+        if (!y) continue;
+        data[i] = y->data;
+        y->data = kc_alloc(g, (size_t)kc_value_numel(y) * kc_dtype_size(y->dtype) + 1);
+    }
+    int r = n->n_outputs <= KC_MAX_RANK ? fn(&c) : 0;
+    for (int i = 0; i < n->n_outputs && i < KC_MAX_RANK; i++) {
+        kc_value *y = out_v(&c, i);
+        if (!y) continue;
+        if (r == 1) {
+            y->flags |= KC_VALUE_CONST;
+            y->producer = -1;
+        } else {
+            y->data = data[i];
+        }
+    }
+    return r;
+}

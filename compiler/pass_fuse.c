@@ -1,0 +1,239 @@
+/* Pass 5, fuse: a residual Add and a following activation become the epilogue of the node that
+ * produces their input, applied at its store; Concat inputs are computed straight into their
+ * slice of the Concat output where that slice is one contiguous byte range. */
+#include <float.h>
+#include <string.h>
+
+#include "kann_kernels.h"
+#include "passes.h"
+
+static int value_is_aliased(const kc_graph *g, int v) {
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i].alias_of == v) return 1;
+    return 0;
+}
+
+/* Whether x may disappear into its producer: read only by the node being fused, not requested
+ * by the caller, and not read through a view. */
+static int private_intermediate(const kc_graph *g, int x) {
+    return !(g->values[x].flags & KC_VALUE_OUTPUT) && kc_value_uses(g, x) == 1 &&
+           !value_is_aliased(g, x);
+}
+
+static int same_shape(const kc_value *a, const kc_value *b) {
+    if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return 0;
+    return 1;
+}
+
+static void append_fused(kc_graph *g, int ni, const char *what) {
+    kc_node *n = &g->nodes[ni];
+    n->fused = n->fused && n->fused[0] ? kc_sprintf(g, "%s, %s", n->fused, what) : what;
+}
+
+/* The producer p now writes y, the output of the fused node f; x is left unproduced. */
+static void absorb(kc_graph *g, int p, int f, const char *what) {
+    int x = g->nodes[p].outputs[0];
+    int y = g->nodes[f].outputs[0];
+    g->nodes[p].outputs[0] = y;
+    g->values[y].producer = p;
+    g->values[x].producer = -1;
+    g->nodes[f].dead = 1;
+    append_fused(g, p, what);
+}
+
+/* The live node producing x as its first output, or -1. */
+static int live_producer(const kc_graph *g, int x) {
+    int p = x >= 0 ? g->values[x].producer : -1;
+    if (p < 0 || g->nodes[p].dead || g->nodes[p].n_outputs < 1 || g->nodes[p].outputs[0] != x)
+        return -1;
+    return p;
+}
+
+/* ---- residual Add ---- */
+
+static int is_gemm_like(int op) {
+    return op == KC_OP_Conv || op == KC_OP_Gemm || op == KC_OP_MatMul;
+}
+
+/* Whether r is ready before node p runs: a graph input, a constant, or a value made earlier.
+ * Node order is topological, so a view's (dead) producer index also orders its target. */
+static int ready_before(const kc_graph *g, int r, int p) {
+    return g->values[r].producer < p;
+}
+
+static int fuse_residual(kc_graph *g, int ai, kc_stats *st) {
+    const kc_node *add = &g->nodes[ai];
+    if (add->n_inputs != 2 || add->n_outputs != 1) return 0;
+    for (int side = 0; side < 2; side++) {
+        int y = add->inputs[side], r = add->inputs[1 - side];
+        int p = live_producer(g, y);
+        if (p < 0 || r < 0 || r == y || !is_gemm_like(g->nodes[p].op)) continue;
+        const kc_node *pn = &g->nodes[p];
+        if (pn->epi.act != KANN_ACT_NONE || pn->epi.residual >= 0) continue;
+        if (g->values[y].dtype != KC_DTYPE_FLOAT || !private_intermediate(g, y)) continue;
+        if (!same_shape(&g->values[r], &g->values[y]) ||
+            !same_shape(&g->values[add->outputs[0]], &g->values[y]) || !ready_before(g, r, p))
+            continue;
+        g->nodes[p].epi.residual = r;
+        absorb(g, p, ai, "Add");
+        st->residuals_fused++;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- activations ---- */
+
+static int is_act_producer(int op) {
+    switch (op) {
+    case KC_OP_Conv:
+    case KC_OP_Gemm:
+    case KC_OP_MatMul:
+    case KC_OP_Add:
+    case KC_OP_Sub:
+    case KC_OP_Mul:
+    case KC_OP_Div:
+    case KC_OP_BatchNormalization:
+    case KC_OP_MaxPool:
+    case KC_OP_AveragePool:
+    case KC_OP_GlobalAveragePool:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* A float32 scalar constant, or 0 (and *out untouched) if v is absent; -1 if not constant. */
+static int const_scalar(const kc_graph *g, int v, float *out) {
+    if (v < 0) return 0;
+    const kc_value *val = &g->values[v];
+    if (!(val->flags & KC_VALUE_CONST) || !val->data || val->dtype != KC_DTYPE_FLOAT ||
+        kc_value_numel(val) != 1)
+        return -1;
+    *out = *(const float *)val->data;
+    return 0;
+}
+
+/* Each reads the activation's parameters into epi; 0 if this instance cannot be an epilogue. */
+typedef int (*act_params_fn)(const kc_graph *g, const kc_node *n, kc_epilogue *epi);
+
+static int relu_params(const kc_graph *g, const kc_node *n, kc_epilogue *epi) {
+    (void)g;
+    (void)n;
+    epi->act = KANN_ACT_RELU;
+    return 1;
+}
+
+static int clip_params(const kc_graph *g, const kc_node *n, kc_epilogue *epi) {
+    float lo = -FLT_MAX, hi = FLT_MAX;
+    if (n->opset < 11) {
+        lo = kc_attr_float(n, "min", lo);
+        hi = kc_attr_float(n, "max", hi);
+    } else if (const_scalar(g, n->n_inputs > 1 ? n->inputs[1] : -1, &lo) < 0 ||
+               const_scalar(g, n->n_inputs > 2 ? n->inputs[2] : -1, &hi) < 0) {
+        return 0;
+    }
+    if (lo == 0.0f && hi >= FLT_MAX) {
+        epi->act = KANN_ACT_RELU;
+    } else {
+        epi->act = KANN_ACT_CLIP;
+        epi->alpha = lo;
+        epi->beta = hi;
+    }
+    return 1;
+}
+
+static const struct act_rule {
+    int op;
+    act_params_fn params;
+} act_rules[] = {
+    {KC_OP_Relu, relu_params},
+    {KC_OP_Clip, clip_params},
+};
+
+static int fuse_activation(kc_graph *g, int ni, kc_stats *st) {
+    const kc_node *n = &g->nodes[ni];
+    const struct act_rule *rule = NULL;
+    for (size_t i = 0; i < sizeof act_rules / sizeof act_rules[0]; i++)
+        if (act_rules[i].op == n->op) rule = &act_rules[i];
+    if (!rule || n->n_inputs < 1 || n->n_outputs != 1) return 0;
+    int x = n->inputs[0];
+    int p = live_producer(g, x);
+    if (p < 0 || !is_act_producer(g->nodes[p].op) || g->nodes[p].epi.act != KANN_ACT_NONE) return 0;
+    if (g->values[x].dtype != KC_DTYPE_FLOAT || !private_intermediate(g, x)) return 0;
+    kc_epilogue epi = g->nodes[p].epi;
+    if (!rule->params(g, n, &epi)) return 0;
+    g->nodes[p].epi = epi;
+    absorb(g, p, ni, kc_ops[n->op].name);
+    st->activations_fused++;
+    return 1;
+}
+
+/* ---- Concat slices as views ---- */
+
+static int occurrences(const kc_node *n, int v) {
+    int k = 0;
+    for (int i = 0; i < n->n_inputs; i++)
+        k += n->inputs[i] == v;
+    return k;
+}
+
+/* Whether input v of Concat c may be computed in place: a buffer of its own written by a live
+ * node, appearing once in c, and not a graph output (whose bytes must outlive the Concat's). */
+static int can_place(const kc_graph *g, const kc_node *c, int v) {
+    const kc_value *val = &g->values[v];
+    if (val->alias_of >= 0 || (val->flags & (KC_VALUE_CONST | KC_VALUE_INPUT | KC_VALUE_OUTPUT)))
+        return 0;
+    return val->producer >= 0 && !g->nodes[val->producer].dead && occurrences(c, v) == 1;
+}
+
+static void place_concat_inputs(kc_graph *g, int ci, kc_stats *st) {
+    kc_node *c = &g->nodes[ci];
+    if (c->n_outputs != 1 || c->n_inputs < 1) return;
+    int out = c->outputs[0];
+    const kc_value *ov = &g->values[out];
+    if (ov->flags & (KC_VALUE_CONST | KC_VALUE_INPUT)) return;
+    size_t esize = kc_dtype_size(ov->dtype);
+    int64_t axis = kc_attr_int(c, "axis", 1);
+    if (axis < 0) axis += ov->rank;
+    if (esize == 0 || axis < 0 || axis >= ov->rank) return;
+    /* With only unit dims before the axis, each input is one contiguous range of the output. */
+    for (int i = 0; i < axis; i++)
+        if (ov->dims[i] != 1) return;
+    for (int i = 0; i < c->n_inputs; i++) {
+        int v = c->inputs[i];
+        if (v < 0 || g->values[v].rank != ov->rank || g->values[v].dtype != ov->dtype) return;
+    }
+    int64_t inner = (int64_t)esize;
+    for (int i = (int)axis + 1; i < ov->rank; i++)
+        inner *= ov->dims[i];
+
+    int placed = 0;
+    int64_t offset = 0;
+    for (int i = 0; i < c->n_inputs; i++) {
+        int v = c->inputs[i];
+        if (can_place(g, c, v)) {
+            g->values[v].alias_of = out;
+            g->values[v].alias_offset = offset;
+            st->views++;
+            placed++;
+        }
+        offset += g->values[v].dims[axis] * inner;
+    }
+    if (placed == c->n_inputs) c->dead = 1;
+}
+
+int kc_pass_fuse(kc_graph *g, kc_diag *d, kc_stats *st) {
+    (void)d;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead && g->nodes[i].op == KC_OP_Add) fuse_residual(g, i, st);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead) fuse_activation(g, i, st);
+    /* Backwards, so a Concat feeding another Concat is placed in its consumer's output first and
+     * its own inputs then land in that slice too. */
+    for (int i = g->n_nodes - 1; i >= 0; i--)
+        if (!g->nodes[i].dead && g->nodes[i].op == KC_OP_Concat) place_concat_inputs(g, i, st);
+    return 0;
+}

@@ -1,0 +1,50 @@
+/* The walker: runs a validated model's record streams phase by phase. kann_model_open proved
+ * every record safe, so these loops do no checks at all. */
+#include "kann_format.h"
+#include "kann_kernels.h"
+#include "kann_private.h"
+
+/* Runs records from *cursor up to and including the next barrier. */
+static inline void run_phase(const kann_model *m, const kann_exec *ex, uint32_t *cursor) {
+    const kann_record *r = (const kann_record *)m->records + *cursor;
+    while (r->kernel != KANN_KERNEL_BARRIER) {
+        m->kernels[r->kernel](m->args + r->args_offset, ex);
+        r++;
+    }
+    *cursor = (uint32_t)(r - (const kann_record *)m->records) + 1;
+}
+
+kann_status kann_session_run(kann_session *s, kann_error *err) {
+    if (s == 0 || s->model == 0 || s->model->bytes == 0)
+        return kann_rt_fail(err, KANN_E_ARGUMENT, "kann_session_run: session not initialized");
+    const kann_model *m = s->model;
+    const kann_stream_desc *sd = (const kann_stream_desc *)m->streams;
+    const kann_exec ex = {s->arena, m->consts};
+    /* One position per stream: stream s's phase p may read what any stream wrote in p - 1. */
+    uint32_t cursor[KANN_MAX_STREAMS];
+    for (uint32_t i = 0; i < m->n_streams; i++)
+        cursor[i] = sd[i].first;
+    for (uint32_t phase = 0; phase < m->n_phases; phase++)
+        for (uint32_t i = 0; i < m->n_streams; i++)
+            run_phase(m, &ex, &cursor[i]);
+    return kann_rt_ok(err);
+}
+
+kann_status kann_session_run_streams(kann_session *s, uint32_t first, uint32_t stride,
+                                     kann_barrier_fn barrier, void *ctx) {
+    if (s == 0 || s->model == 0 || s->model->bytes == 0 || stride == 0 || first >= stride ||
+        (barrier == 0 && stride > 1))
+        return KANN_E_ARGUMENT;
+    const kann_model *m = s->model;
+    const kann_stream_desc *sd = (const kann_stream_desc *)m->streams;
+    const kann_exec ex = {s->arena, m->consts};
+    uint32_t cursor[KANN_MAX_STREAMS];
+    for (uint32_t i = first; i < m->n_streams; i += stride)
+        cursor[i] = sd[i].first;
+    for (uint32_t phase = 0; phase < m->n_phases; phase++) {
+        for (uint32_t i = first; i < m->n_streams; i += stride)
+            run_phase(m, &ex, &cursor[i]);
+        if (barrier) barrier(ctx);
+    }
+    return KANN_OK;
+}

@@ -1,0 +1,40 @@
+/* Small model.bin files for the runtime's tests, built with kbin_writer, and accessors into a
+ * finished file's sections for tests that corrupt them. */
+#ifndef RUNTIME_MODELS_H
+#define RUNTIME_MODELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kann_format.h"
+#include "kann_kernels.h"
+
+/* y = relu(x), x and y [1, 8] float32; two streams of one record each, one phase. */
+void *rt_model_relu2(size_t *size);
+/* y = a + b, a input [2, 3], b a constant [2, 3] holding 0.5 * (i + 1); one stream. */
+void *rt_model_add(size_t *size);
+/* y = relu(conv3x3(x, w) + bias), x [1, 2, 5, 5], y [1, 4, 5, 5] (pad 1); two streams tiling
+ * output channels. */
+void *rt_model_conv(size_t *size);
+/* Four streams, four phases with data crossing streams between phases:
+ *   h = relu(x)          (x [1, 64], 16 elements per stream)
+ *   z = h . W + bias     (W [64, 32] constant; 8 columns per stream)
+ *   u = z + h[0:32]      (8 elements per stream)
+ *   y = softmax(u)       (stream 0 only; the others have an empty phase)
+ * rt_parallel_reference computes y in double precision. */
+void *rt_model_parallel(size_t *size);
+void rt_parallel_reference(const float *x, float *y);
+
+/* A 64-byte-aligned malloc'd copy of n bytes (free() it). */
+void *rt_copy(const void *bytes, size_t n);
+
+/* The first section of this kind in a model.bin, or NULL. */
+kann_section *rt_section(void *bin, uint32_t kind);
+uint8_t *rt_section_bytes(void *bin, uint32_t kind);
+/* The records of the STREAMS section and their count. */
+kann_record *rt_records(void *bin, uint32_t *n);
+kann_stream_desc *rt_stream_descs(void *bin);
+/* IO descriptor i (inputs first, then outputs). */
+kann_io_desc *rt_io_desc(void *bin, uint32_t i);
+
+#endif

@@ -1,0 +1,1383 @@
+/* Reference kernels and validators: every kernel family against a textbook loop nest on random
+ * and edge-case shapes, run as several records with complementary tiles; every validator on
+ * good and hostile arguments. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kann_kernels.h"
+#include "kann_msg.h"
+#include "ref/act.h"
+
+/* ---- fixed-seed random numbers ----------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static void rng_seed(uint64_t seed) {
+    rng_state = seed;
+}
+
+static uint64_t rng_next(void) { /* splitmix64 */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi]. */
+static uint32_t rng_range(uint32_t lo, uint32_t hi) {
+    return lo + (uint32_t)(rng_next() % ((uint64_t)hi - lo + 1));
+}
+
+static uint32_t rng_pick(const uint32_t *values, size_t n) {
+    return values[rng_next() % n];
+}
+
+static float rng_float(float lo, float hi) {
+    return lo + (hi - lo) * (float)((rng_next() >> 40) * (1.0 / (1u << 24)));
+}
+
+#define PICK(...) rng_pick((const uint32_t[]){__VA_ARGS__}, sizeof((uint32_t[]){__VA_ARGS__}) / 4)
+
+/* ---- memory: an arena and a constants space that kernels address by offset ---------------- */
+
+enum { MEM_CAP = 1 << 21, MEM_GAP = 16 };
+static const float SENTINEL = 1234.5f; /* never a result of these tests */
+
+static float *mem[KANN_SPACE_COUNT];
+static size_t mem_used[KANN_SPACE_COUNT];
+static kann_exec exec_ctx;
+static kann_bounds bounds;
+
+static int mem_setup(void **state) {
+    (void)state;
+    for (int s = KANN_SPACE_ARENA; s < KANN_SPACE_COUNT; s++) {
+        mem[s] = malloc(MEM_CAP * sizeof(float));
+        if (!mem[s])
+            return -1;
+    }
+    exec_ctx.arena = (uint8_t *)mem[KANN_SPACE_ARENA];
+    exec_ctx.consts = (const uint8_t *)mem[KANN_SPACE_CONST];
+    return 0;
+}
+
+static int mem_teardown(void **state) {
+    (void)state;
+    for (int s = KANN_SPACE_ARENA; s < KANN_SPACE_COUNT; s++)
+        free(mem[s]);
+    return 0;
+}
+
+static int mem_dirty = 1; /* everything may hold data: fill it all */
+
+/* Forgets every tensor; the memory they used (and the gap after) gets the sentinel again. */
+static void mem_reset(void) {
+    for (int s = KANN_SPACE_ARENA; s < KANN_SPACE_COUNT; s++) {
+        size_t end = mem_dirty ? MEM_CAP : mem_used[s] + MEM_GAP;
+        for (size_t i = 0; i < end && i < MEM_CAP; i++)
+            mem[s][i] = SENTINEL;
+        mem_used[s] = 0;
+    }
+    mem_dirty = 0;
+}
+
+/* Places n floats in a space, with a gap before them, and updates the bounds so they are tight:
+ * the last tensor placed ends exactly at the end of its space. */
+static kann_ref mem_put(uint32_t space, size_t n, float **data) {
+    size_t off = (mem_used[space] + MEM_GAP + 15) & ~(size_t)15;
+    assert_true(off + n <= MEM_CAP);
+    mem_used[space] = off + n;
+    bounds.arena_size = mem_used[KANN_SPACE_ARENA] * sizeof(float);
+    bounds.const_size = mem_used[KANN_SPACE_CONST] * sizeof(float);
+    *data = mem[space] + off;
+    return (kann_ref){space, 0, off * sizeof(float)};
+}
+
+static kann_ref mem_put_random(uint32_t space, size_t n, float lo, float hi, float **data) {
+    kann_ref r = mem_put(space, n, data);
+    for (size_t i = 0; i < n; i++)
+        (*data)[i] = rng_float(lo, hi);
+    return r;
+}
+
+static uint32_t random_input_space(void) {
+    return PICK(KANN_SPACE_ARENA, KANN_SPACE_CONST);
+}
+
+/* ---- running a kernel as several records ---------------------------------------------------*/
+
+static float *arena_snapshot;
+
+static void snapshot_arena(void) {
+    size_t n = mem_used[KANN_SPACE_ARENA];
+    arena_snapshot = realloc(arena_snapshot, (n ? n : 1) * sizeof(float));
+    assert_non_null(arena_snapshot);
+    memcpy(arena_snapshot, mem[KANN_SPACE_ARENA], n * sizeof(float));
+}
+
+/* The kernel may write y[0..n) and nothing else in the arena. */
+static void check_only_y_written(const float *y, size_t n) {
+    const float *arena = mem[KANN_SPACE_ARENA];
+    size_t y_begin = (size_t)(y - arena), y_end = y_begin + n;
+    size_t total = mem_used[KANN_SPACE_ARENA];
+    for (size_t i = 0; i < total; i++) {
+        if (i >= y_begin && i < y_end)
+            continue;
+        if (memcmp(&arena[i], &arena_snapshot[i], sizeof(float)) != 0)
+            fail_msg("arena float %zu outside the output was written", i);
+    }
+    for (size_t i = total; i < total + MEM_GAP && i < MEM_CAP; i++)
+        if (arena[i] != SENTINEL)
+            fail_msg("arena float %zu past the bounds was written", i);
+}
+
+/* Runs kernel id on args over [0, extent) of a tile axis, as 1 to 5 complementary tiles (some
+ * possibly empty) in random order; each record is validated first, as the loader would. */
+static void run_tiled(kann_kernel_id id, const void *args, uint32_t axis, uint32_t extent) {
+    const kann_kernel_info *info = &kann_kernels[id];
+    uint64_t buf[64];
+    assert_true(info->args_size <= sizeof buf);
+    assert_true(axis < info->n_tile_axes);
+    uint32_t cuts[6];
+    uint32_t n_tiles = rng_range(1, 5);
+    cuts[0] = 0;
+    cuts[n_tiles] = extent;
+    for (uint32_t i = 1; i < n_tiles; i++)
+        cuts[i] = rng_range(0, extent);
+    for (uint32_t i = 1; i < n_tiles; i++) /* insertion sort of the inner cuts */
+        for (uint32_t j = i; j > 1 && cuts[j - 1] > cuts[j]; j--) {
+            uint32_t t = cuts[j];
+            cuts[j] = cuts[j - 1];
+            cuts[j - 1] = t;
+        }
+    uint32_t first = rng_range(0, n_tiles - 1);
+    for (uint32_t i = 0; i < n_tiles; i++) {
+        uint32_t tile = (first + i) % n_tiles;
+        memcpy(buf, args, info->args_size);
+        kann_tile *t = (kann_tile *)buf;
+        t->axis = axis;
+        t->begin = cuts[tile];
+        t->end = cuts[tile + 1];
+        kann_error err = {0};
+        kann_status s = info->validate(buf, &bounds, &err);
+        if (s != KANN_OK)
+            fail_msg("%s: valid arguments rejected: %s", info->name, err.message);
+        info->ref(buf, &exec_ctx);
+    }
+}
+
+/* Runs over every tile axis in turn, checking y against the expected values each time. */
+static void run_and_check(kann_kernel_id id, const void *args, const uint32_t *extents, float *y,
+                          const double *expected, size_t n, const char *what, int case_index) {
+    const kann_kernel_info *info = &kann_kernels[id];
+    for (uint32_t axis = 0; axis < info->n_tile_axes; axis++) {
+        for (size_t i = 0; i < n; i++)
+            y[i] = SENTINEL;
+        snapshot_arena();
+        run_tiled(id, args, axis, extents[axis]);
+        check_only_y_written(y, n);
+        for (size_t i = 0; i < n; i++) {
+            double diff = fabs((double)y[i] - expected[i]);
+            double tol = 1e-5 * (1.0 + fabs(expected[i]));
+            if (!(diff <= tol) && !(isnan(expected[i]) && isnan(y[i])))
+                fail_msg("%s case %d, tile axis %u: y[%zu] = %.9g, expected %.9g", what,
+                         case_index, axis, i, (double)y[i], expected[i]);
+        }
+    }
+}
+
+/* ---- textbook activations ----------------------------------------------------------------- */
+
+static double ref_act(const kann_act *a, double x) {
+    switch (a->kind) {
+    case KANN_ACT_NONE:
+        return x;
+    case KANN_ACT_RELU:
+        return x > 0 ? x : 0;
+    case KANN_ACT_CLIP:
+        return fmin(fmax(x, a->alpha), a->beta);
+    case KANN_ACT_LEAKY_RELU:
+        return x < 0 ? a->alpha * x : x;
+    case KANN_ACT_SIGMOID:
+        return 1.0 / (1.0 + exp(-x));
+    case KANN_ACT_HARD_SIGMOID:
+        return fmax(0.0, fmin(1.0, a->alpha * x + a->beta));
+    case KANN_ACT_HARD_SWISH:
+        return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
+    case KANN_ACT_TANH:
+        return tanh(x);
+    }
+    fail_msg("unknown activation %u", a->kind);
+    return 0;
+}
+
+static kann_act random_act(void) {
+    kann_act a = {rng_range(0, KANN_ACT_COUNT - 1), 0.0f, 0.0f, 0};
+    switch (a.kind) {
+    case KANN_ACT_CLIP:
+        a.alpha = rng_float(-1.0f, 0.0f);
+        a.beta = rng_float(0.0f, 1.0f);
+        break;
+    case KANN_ACT_LEAKY_RELU:
+        a.alpha = rng_float(0.0f, 0.3f);
+        break;
+    case KANN_ACT_HARD_SIGMOID:
+        a.alpha = rng_float(0.1f, 0.5f);
+        a.beta = rng_float(0.2f, 0.8f);
+        break;
+    }
+    return a;
+}
+
+static void test_act_apply(void **state) {
+    (void)state;
+    static const float xs[] = {-7.5f, -3.0f, -1.0f, -0.25f, 0.0f, 0.3f, 1.0f, 2.9f, 3.0f, 8.0f};
+    for (uint32_t kind = 0; kind < KANN_ACT_COUNT; kind++) {
+        kann_act a = {kind, -0.5f, 0.75f, 0};
+        if (kind == KANN_ACT_HARD_SIGMOID)
+            a = (kann_act){kind, 0.2f, 0.5f, 0};
+        for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+            double expected = ref_act(&a, xs[i]);
+            float got = kann_act_apply(&a, xs[i]);
+            assert_true(fabs(got - expected) <= 1e-6 * (1 + fabs(expected)));
+        }
+    }
+}
+
+/* ---- conv2d ------------------------------------------------------------------------------- */
+
+typedef struct conv_case {
+    uint32_t n, c_in, c_out, group, h_in, w_in, k_h, k_w;
+    uint32_t stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, pad_bottom, pad_right;
+    int bias, residual;
+} conv_case;
+
+static const conv_case conv_table[] = {
+    /* n  cin cout g  h   w   kh kw sh sw dh dw pt pl pb pr bias res */
+    {1, 3, 8, 1, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},       /* same 3x3 */
+    {1, 16, 24, 1, 7, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},     /* pointwise */
+    {2, 17, 7, 1, 11, 13, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1},    /* pointwise, batch 2 */
+    {1, 8, 8, 8, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},     /* depthwise */
+    {1, 6, 6, 6, 15, 15, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1},     /* depthwise, stride 2 */
+    {1, 3, 4, 1, 23, 23, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 0},     /* resnet stem */
+    {1, 4, 6, 2, 9, 11, 3, 5, 1, 2, 2, 1, 2, 0, 1, 3, 1, 1},      /* groups, asymmetric */
+    {1, 3, 2, 1, 150, 140, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* rows longer than a chunk */
+    {1, 2, 3, 1, 5, 200, 1, 5, 1, 3, 1, 2, 0, 4, 0, 4, 0, 0},     /* long strided rows */
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},       /* one pixel */
+    {1, 2, 2, 1, 3, 3, 5, 5, 1, 1, 1, 1, 4, 4, 4, 4, 1, 0},       /* padding wider than x */
+    {1, 2, 3, 1, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0},       /* stride 3, dilation 2 */
+    {2, 4, 8, 4, 8, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1},       /* 4 groups, dilated */
+};
+
+static conv_case random_conv_case(void) {
+    conv_case c;
+    c.n = rng_range(1, 2);
+    uint32_t kind = rng_range(0, 2); /* 0: dense, 1: two groups, 2: depthwise */
+    if (kind == 2) {
+        c.group = c.c_in = c.c_out = PICK(1, 3, 7, 17);
+    } else {
+        c.group = kind == 1 ? 2 : 1;
+        c.c_in = c.group * PICK(1, 3, 7, 17);
+        c.c_out = c.group * PICK(1, 2, 5);
+    }
+    c.k_h = PICK(1, 3, 5, 7);
+    c.k_w = rng_next() % 4 ? c.k_h : PICK(1, 3, 5, 7);
+    c.stride_h = PICK(1, 2, 3);
+    c.stride_w = rng_next() % 4 ? c.stride_h : PICK(1, 2, 3);
+    c.dil_h = PICK(1, 2);
+    c.dil_w = PICK(1, 2);
+    c.pad_top = rng_range(0, c.k_h - 1);
+    c.pad_bottom = rng_range(0, c.k_h - 1);
+    c.pad_left = rng_range(0, c.k_w - 1);
+    c.pad_right = rng_range(0, c.k_w - 1);
+    c.h_in = rng_range(1, 19);
+    c.w_in = rng_range(1, 23);
+    c.bias = rng_range(0, 1);
+    c.residual = rng_range(0, 1);
+    return c;
+}
+
+static uint32_t conv_out_len(uint32_t in, uint32_t pad_a, uint32_t pad_b, uint32_t k, uint32_t d,
+                             uint32_t s) {
+    int64_t span = (int64_t)in + pad_a + pad_b - ((int64_t)(k - 1) * d + 1);
+    return span < 0 ? 0 : (uint32_t)(span / s + 1);
+}
+
+/* Returns 0 when the case has no output (a random case that does not fit). */
+static int run_conv_case(const conv_case *c, int case_index) {
+    uint32_t h_out = conv_out_len(c->h_in, c->pad_top, c->pad_bottom, c->k_h, c->dil_h, c->stride_h);
+    uint32_t w_out =
+        conv_out_len(c->w_in, c->pad_left, c->pad_right, c->k_w, c->dil_w, c->stride_w);
+    if (h_out == 0 || w_out == 0)
+        return 0;
+    mem_reset();
+    uint32_t c_per_group = c->c_in / c->group, m_per_group = c->c_out / c->group;
+    size_t x_n = (size_t)c->n * c->c_in * c->h_in * c->w_in;
+    size_t w_n = (size_t)c->c_out * c_per_group * c->k_h * c->k_w;
+    size_t y_n = (size_t)c->n * c->c_out * h_out * w_out;
+    float *x, *w, *bias = NULL, *res = NULL, *y;
+    kann_conv2d_args a = {0};
+    a.x = mem_put_random(random_input_space(), x_n, -1, 1, &x);
+    a.w = mem_put_random(random_input_space(), w_n, -1, 1, &w);
+    if (c->bias)
+        a.bias = mem_put_random(random_input_space(), c->c_out, -1, 1, &bias);
+    if (c->residual)
+        a.residual = mem_put_random(KANN_SPACE_ARENA, y_n, -1, 1, &res);
+    a.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
+    a.n = c->n, a.c_in = c->c_in, a.h_in = c->h_in, a.w_in = c->w_in;
+    a.c_out = c->c_out, a.h_out = h_out, a.w_out = w_out, a.group = c->group;
+    a.k_h = c->k_h, a.k_w = c->k_w, a.stride_h = c->stride_h, a.stride_w = c->stride_w;
+    a.dil_h = c->dil_h, a.dil_w = c->dil_w, a.pad_top = c->pad_top, a.pad_left = c->pad_left;
+    a.act = random_act();
+
+    double *expected = malloc(y_n * sizeof(double));
+    assert_non_null(expected);
+    for (uint32_t n = 0; n < c->n; n++)
+        for (uint32_t m = 0; m < c->c_out; m++)
+            for (uint32_t oh = 0; oh < h_out; oh++)
+                for (uint32_t ow = 0; ow < w_out; ow++) {
+                    uint32_t g = m / m_per_group;
+                    double acc = 0;
+                    for (uint32_t ci = 0; ci < c_per_group; ci++)
+                        for (uint32_t kh = 0; kh < c->k_h; kh++)
+                            for (uint32_t kw = 0; kw < c->k_w; kw++) {
+                                int64_t ih = (int64_t)oh * c->stride_h - c->pad_top +
+                                             (int64_t)kh * c->dil_h;
+                                int64_t iw = (int64_t)ow * c->stride_w - c->pad_left +
+                                             (int64_t)kw * c->dil_w;
+                                if (ih < 0 || ih >= c->h_in || iw < 0 || iw >= c->w_in)
+                                    continue;
+                                size_t xi = (((size_t)n * c->c_in + g * c_per_group + ci) *
+                                                 c->h_in +
+                                             ih) *
+                                                c->w_in +
+                                            iw;
+                                size_t wi = (((size_t)m * c_per_group + ci) * c->k_h + kh) *
+                                                c->k_w +
+                                            kw;
+                                acc += (double)x[xi] * w[wi];
+                            }
+                    size_t yi = (((size_t)n * c->c_out + m) * h_out + oh) * w_out + ow;
+                    acc += (bias ? bias[m] : 0) + (res ? res[yi] : 0);
+                    expected[yi] = ref_act(&a.act, acc);
+                }
+    uint32_t extents[2] = {c->c_out, h_out};
+    run_and_check(KANN_KERNEL_F32_CONV2D, &a, extents, y, expected, y_n, "conv2d", case_index);
+    free(expected);
+    return 1;
+}
+
+static void test_conv2d_table(void **state) {
+    (void)state;
+    rng_seed(1);
+    for (size_t i = 0; i < sizeof conv_table / sizeof conv_table[0]; i++)
+        assert_true(run_conv_case(&conv_table[i], (int)i));
+}
+
+static void test_conv2d_random(void **state) {
+    (void)state;
+    rng_seed(2);
+    int ran = 0;
+    for (int i = 0; ran < 300; i++) {
+        conv_case c = random_conv_case();
+        ran += run_conv_case(&c, i);
+    }
+}
+
+/* ---- matmul ------------------------------------------------------------------------------- */
+
+typedef struct matmul_case {
+    uint32_t batch, m, n, k;
+    int trans_a, trans_b; /* operand stored transposed (k-major for a, n-major for b) */
+    int a_broadcast, b_broadcast; /* batch stride 0 */
+    uint32_t pad; /* extra elements per stored row: non-dense strides */
+    int bias; /* 0 none, 1 full [m][n], 2 row vector, 3 column vector, 4 scalar */
+    int residual;
+} matmul_case;
+
+static const matmul_case matmul_table[] = {
+    /* batch m  n    k   ta tb ab bb pad bias res */
+    {1, 1, 1000, 512, 0, 1, 0, 0, 0, 2, 0},  /* fully connected, weights [n][k] */
+    {1, 1, 10, 512, 0, 0, 0, 0, 0, 2, 0},    /* fully connected, weights [k][n] */
+    {1, 7, 130, 9, 0, 0, 0, 0, 0, 1, 1},     /* columns span three chunks */
+    {3, 5, 6, 7, 1, 1, 0, 0, 2, 0, 1},       /* both transposed, padded rows */
+    {4, 3, 5, 2, 0, 0, 1, 0, 0, 3, 0},       /* a shared across the batch */
+    {2, 4, 4, 4, 0, 1, 0, 1, 1, 4, 1},       /* b shared, scalar bias */
+    {1, 3, 5, 0, 0, 0, 0, 0, 0, 1, 1},       /* empty reduction */
+    {1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+};
+
+static matmul_case random_matmul_case(void) {
+    matmul_case c;
+    c.batch = rng_range(1, 3);
+    c.m = rng_range(1, 20);
+    c.n = PICK(1, 3, 17, 64, 65, 100);
+    c.k = PICK(1, 2, 7, 9, 33);
+    c.trans_a = rng_range(0, 1);
+    c.trans_b = rng_range(0, 1);
+    c.a_broadcast = rng_next() % 4 == 0;
+    c.b_broadcast = rng_next() % 4 == 0;
+    c.pad = PICK(0, 0, 1, 3);
+    c.bias = rng_range(0, 4);
+    c.residual = rng_range(0, 1);
+    return c;
+}
+
+/* Lays out a [batch][rows][cols] operand, optionally stored transposed and with padded
+ * rows; returns its strides (batch, row, col) for the logical [rows][cols] view. */
+static kann_ref put_matrix(uint32_t batch, uint32_t rows, uint32_t cols, int transposed,
+                           int broadcast, uint32_t pad, float **data, uint32_t strides[3]) {
+    uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
+    uint32_t ld = stored_cols + pad;
+    uint32_t stored_batch = broadcast ? 1 : batch;
+    size_t n = (size_t)stored_batch * stored_rows * ld;
+    kann_ref r = mem_put_random(random_input_space(), n ? n : 1, -1, 1, data);
+    strides[0] = broadcast ? 0 : stored_rows * ld;
+    strides[1] = transposed ? 1 : ld;
+    strides[2] = transposed ? ld : 1;
+    return r;
+}
+
+static void run_matmul_case(const matmul_case *c, int case_index) {
+    mem_reset();
+    kann_matmul_args a = {0};
+    float *am, *bm, *bias = NULL, *res = NULL, *y;
+    uint32_t as[3], bs[3];
+    a.a = put_matrix(c->batch, c->m, c->k, c->trans_a, c->a_broadcast, c->pad, &am, as);
+    a.b = put_matrix(c->batch, c->k, c->n, c->trans_b, c->b_broadcast, c->pad, &bm, bs);
+    a.a_batch_stride = as[0], a.a_row_stride = as[1], a.a_col_stride = as[2];
+    a.b_batch_stride = bs[0], a.b_row_stride = bs[1], a.b_col_stride = bs[2];
+    if (c->bias) {
+        static const uint32_t shapes[5][2] = {{0, 0}, {1, 1}, {0, 1}, {1, 0}, {0, 0}};
+        uint32_t rows = shapes[c->bias][0] ? c->m : 1, cols = shapes[c->bias][1] ? c->n : 1;
+        uint32_t strides[3];
+        a.bias = put_matrix(1, rows, cols, 0, 0, c->pad, &bias, strides);
+        a.bias_row_stride = rows == 1 ? 0 : strides[1];
+        a.bias_col_stride = cols == 1 ? 0 : strides[2];
+    }
+    size_t y_n = (size_t)c->batch * c->m * c->n;
+    if (c->residual)
+        a.residual = mem_put_random(KANN_SPACE_ARENA, y_n, -1, 1, &res);
+    a.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
+    a.batch = c->batch, a.m = c->m, a.n = c->n, a.k = c->k;
+    a.alpha = rng_float(-2, 2);
+    a.beta = rng_float(-2, 2);
+    a.act = random_act();
+
+    double *expected = malloc(y_n * sizeof(double));
+    assert_non_null(expected);
+    for (size_t b = 0; b < c->batch; b++)
+        for (size_t i = 0; i < c->m; i++)
+            for (size_t j = 0; j < c->n; j++) {
+                double acc = 0;
+                for (size_t k = 0; k < c->k; k++)
+                    acc += (double)am[b * as[0] + i * as[1] + k * as[2]] *
+                           bm[b * bs[0] + k * bs[1] + j * bs[2]];
+                acc *= a.alpha;
+                if (bias)
+                    acc += (double)a.beta * bias[i * a.bias_row_stride + j * a.bias_col_stride];
+                size_t yi = (b * c->m + i) * c->n + j;
+                if (res)
+                    acc += res[yi];
+                expected[yi] = ref_act(&a.act, acc);
+            }
+    uint32_t extents[2] = {c->m, c->n};
+    run_and_check(KANN_KERNEL_F32_MATMUL, &a, extents, y, expected, y_n, "matmul", case_index);
+    free(expected);
+}
+
+static void test_matmul_table(void **state) {
+    (void)state;
+    rng_seed(3);
+    for (size_t i = 0; i < sizeof matmul_table / sizeof matmul_table[0]; i++)
+        run_matmul_case(&matmul_table[i], (int)i);
+}
+
+static void test_matmul_random(void **state) {
+    (void)state;
+    rng_seed(4);
+    for (int i = 0; i < 300; i++) {
+        matmul_case c = random_matmul_case();
+        run_matmul_case(&c, i);
+    }
+}
+
+/* ---- binary and transpose: strided views over a dense output ------------------------------ */
+
+/* Dense strides of dims, with the strides of broadcast dims (mask bit set) forced to 0. */
+static void dense_strides(uint32_t rank, const uint32_t *dims, uint32_t broadcast_mask,
+                          uint32_t *strides, size_t *n_elems) {
+    size_t s = 1;
+    for (uint32_t d = rank; d-- > 0;) {
+        if (broadcast_mask & (1u << d)) {
+            strides[d] = 0;
+        } else {
+            strides[d] = (uint32_t)s;
+            s *= dims[d];
+        }
+    }
+    *n_elems = s;
+}
+
+static size_t strided_index(uint32_t rank, const uint32_t *dims, const uint32_t *strides,
+                            size_t flat) {
+    size_t off = 0;
+    for (uint32_t d = rank; d-- > 0;) {
+        off += (flat % dims[d]) * strides[d];
+        flat /= dims[d];
+    }
+    return off;
+}
+
+static void run_binary_case(int case_index, uint32_t rank, const uint32_t *dims, uint32_t op,
+                            uint32_t a_mask, uint32_t b_mask) {
+    mem_reset();
+    kann_binary_args p = {0};
+    p.op = op;
+    p.rank = rank;
+    memcpy(p.dims, dims, rank * sizeof dims[0]);
+    size_t a_n, b_n, y_n = 1;
+    for (uint32_t d = 0; d < rank; d++)
+        y_n *= dims[d];
+    dense_strides(rank, dims, a_mask, p.a_strides, &a_n);
+    dense_strides(rank, dims, b_mask, p.b_strides, &b_n);
+    float *a, *b, *y;
+    p.a = mem_put_random(random_input_space(), a_n, -2, 2, &a);
+    p.b = mem_put_random(random_input_space(), b_n, 0.5f, 2, &b);
+    for (size_t i = 0; i < b_n; i++) /* away from zero, for DIV */
+        if (rng_next() & 1)
+            b[i] = -b[i];
+    p.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
+    p.act = random_act();
+    double *expected = malloc(y_n * sizeof(double));
+    assert_non_null(expected);
+    for (size_t i = 0; i < y_n; i++) {
+        double av = a[strided_index(rank, dims, p.a_strides, i)];
+        double bv = b[strided_index(rank, dims, p.b_strides, i)];
+        double v = op == KANN_BINARY_ADD   ? av + bv
+                   : op == KANN_BINARY_SUB ? av - bv
+                   : op == KANN_BINARY_MUL ? av * bv
+                                           : av / bv;
+        expected[i] = ref_act(&p.act, v);
+    }
+    uint32_t extents[1] = {(uint32_t)y_n};
+    run_and_check(KANN_KERNEL_F32_BINARY, &p, extents, y, expected, y_n, "binary", case_index);
+    free(expected);
+}
+
+static void test_binary(void **state) {
+    (void)state;
+    rng_seed(5);
+    /* resnet's residual add, a per-channel bias add, a scalar */
+    run_binary_case(0, 4, (const uint32_t[]){1, 8, 7, 7}, KANN_BINARY_ADD, 0, 0);
+    run_binary_case(1, 4, (const uint32_t[]){1, 8, 7, 7}, KANN_BINARY_ADD, 0, 0x9 | 0x4 | 0x8);
+    run_binary_case(2, 2, (const uint32_t[]){3, 5}, KANN_BINARY_DIV, 0x1, 0x3);
+    run_binary_case(3, 1, (const uint32_t[]){1}, KANN_BINARY_MUL, 0, 0);
+    for (int i = 4; i < 300; i++) {
+        uint32_t rank = rng_range(1, KANN_MAX_RANK), dims[KANN_MAX_RANK];
+        for (uint32_t d = 0; d < rank; d++)
+            dims[d] = PICK(1, 2, 3, 5, 7);
+        uint32_t full = (1u << rank) - 1;
+        uint32_t a_mask = rng_next() % 3 ? 0 : (uint32_t)rng_next() & full;
+        uint32_t b_mask = (uint32_t)rng_next() & full;
+        run_binary_case(i, rank, dims, rng_range(0, KANN_BINARY_COUNT - 1), a_mask, b_mask);
+    }
+}
+
+static void test_transpose(void **state) {
+    (void)state;
+    rng_seed(6);
+    for (int i = 0; i < 300; i++) {
+        mem_reset();
+        kann_transpose_args t = {0};
+        uint32_t rank = rng_range(1, KANN_MAX_RANK), x_dims[KANN_MAX_RANK], perm[KANN_MAX_RANK];
+        for (uint32_t d = 0; d < rank; d++) {
+            x_dims[d] = PICK(1, 2, 3, 4, 5, 7);
+            perm[d] = d;
+        }
+        for (uint32_t d = rank; d-- > 1;) { /* Fisher-Yates */
+            uint32_t j = rng_range(0, d), s = perm[d];
+            perm[d] = perm[j];
+            perm[j] = s;
+        }
+        /* x may be a slice of a bigger tensor: pad its innermost row */
+        uint32_t pad = PICK(0, 0, 2), x_strides[KANN_MAX_RANK];
+        size_t x_n = 1;
+        for (uint32_t d = rank; d-- > 0;) {
+            x_strides[d] = (uint32_t)x_n;
+            x_n *= x_dims[d] + (d == rank - 1 ? pad : 0);
+        }
+        t.rank = rank;
+        size_t y_n = 1;
+        for (uint32_t d = 0; d < rank; d++) {
+            t.dims[d] = x_dims[perm[d]];
+            t.x_strides[d] = x_strides[perm[d]];
+            y_n *= t.dims[d];
+        }
+        float *x, *y;
+        t.x = mem_put_random(random_input_space(), x_n, -1, 1, &x);
+        t.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
+        double *expected = malloc(y_n * sizeof(double));
+        assert_non_null(expected);
+        for (size_t j = 0; j < y_n; j++)
+            expected[j] = x[strided_index(rank, t.dims, t.x_strides, j)];
+        uint32_t extents[1] = {(uint32_t)y_n};
+        run_and_check(KANN_KERNEL_F32_TRANSPOSE, &t, extents, y, expected, y_n, "transpose", i);
+        free(expected);
+    }
+}
+
+/* ---- act, channel_affine ------------------------------------------------------------------ */
+
+static void test_act(void **state) {
+    (void)state;
+    rng_seed(7);
+    for (int i = 0; i < 200; i++) {
+        mem_reset();
+        kann_act_args a = {0};
+        a.count = PICK(1, 2, 7, 64, 100, 1001);
+        a.act = random_act();
+        float *x, *y;
+        a.x = mem_put_random(random_input_space(), a.count, -8, 8, &x);
+        int in_place = a.x.space == KANN_SPACE_ARENA && rng_range(0, 1);
+        double *expected = malloc(a.count * sizeof(double));
+        assert_non_null(expected);
+        for (size_t j = 0; j < a.count; j++)
+            expected[j] = ref_act(&a.act, x[j]);
+        if (in_place) {
+            a.y = a.x;
+            y = x;
+            /* run_and_check resets y each pass: run once by hand instead */
+            snapshot_arena();
+            run_tiled(KANN_KERNEL_F32_ACT, &a, 0, a.count);
+            check_only_y_written(y, a.count);
+            for (size_t j = 0; j < a.count; j++)
+                assert_true(fabs(y[j] - expected[j]) <= 1e-5 * (1 + fabs(expected[j])));
+        } else {
+            a.y = mem_put(KANN_SPACE_ARENA, a.count, &y);
+            run_and_check(KANN_KERNEL_F32_ACT, &a, &a.count, y, expected, a.count, "act", i);
+        }
+        free(expected);
+    }
+}
+
+static void test_channel_affine(void **state) {
+    (void)state;
+    rng_seed(8);
+    for (int i = 0; i < 200; i++) {
+        mem_reset();
+        kann_channel_affine_args a = {0};
+        uint32_t batch = rng_range(1, 3);
+        a.channels = PICK(1, 3, 7, 17);
+        a.planes = batch * a.channels;
+        a.inner = PICK(1, 5, 49, 70);
+        a.act = random_act();
+        size_t n = (size_t)a.planes * a.inner;
+        float *x, *scale, *shift, *y;
+        a.x = mem_put_random(random_input_space(), n, -2, 2, &x);
+        a.scale = mem_put_random(random_input_space(), a.channels, -2, 2, &scale);
+        a.shift = mem_put_random(random_input_space(), a.channels, -2, 2, &shift);
+        a.y = mem_put(KANN_SPACE_ARENA, n, &y);
+        double *expected = malloc(n * sizeof(double));
+        assert_non_null(expected);
+        for (size_t p = 0; p < a.planes; p++)
+            for (size_t j = 0; j < a.inner; j++)
+                expected[p * a.inner + j] =
+                    ref_act(&a.act, (double)x[p * a.inner + j] * scale[p % a.channels] +
+                                        shift[p % a.channels]);
+        run_and_check(KANN_KERNEL_F32_CHANNEL_AFFINE, &a, &a.planes, y, expected, n,
+                      "channel_affine", i);
+        free(expected);
+    }
+}
+
+/* ---- pool2d, global_avgpool --------------------------------------------------------------- */
+
+static void run_pool_case(int case_index, uint32_t kind, uint32_t count_include_pad,
+                          uint32_t planes, uint32_t h_in, uint32_t w_in, uint32_t k_h,
+                          uint32_t k_w, uint32_t s_h, uint32_t s_w, uint32_t d_h, uint32_t d_w,
+                          uint32_t pt, uint32_t pl, uint32_t pb, uint32_t pr, uint32_t extra) {
+    kann_pool2d_args a = {0};
+    a.kind = kind, a.count_include_pad = count_include_pad, a.planes = planes;
+    a.h_in = h_in, a.w_in = w_in, a.k_h = k_h, a.k_w = k_w;
+    a.stride_h = s_h, a.stride_w = s_w, a.dil_h = d_h, a.dil_w = d_w;
+    a.pad_top = pt, a.pad_left = pl, a.pad_bottom = pb, a.pad_right = pr;
+    /* extra: one more output than floor mode gives (ceil mode), windows past the padding */
+    a.h_out = conv_out_len(h_in, pt, pb, k_h, d_h, s_h) + extra;
+    a.w_out = conv_out_len(w_in, pl, pr, k_w, d_w, s_w) + extra;
+    if (a.h_out == extra || a.w_out == extra)
+        return;
+    a.act = random_act();
+    mem_reset();
+    size_t x_n = (size_t)planes * h_in * w_in, y_n = (size_t)planes * a.h_out * a.w_out;
+    float *x, *y;
+    a.x = mem_put_random(random_input_space(), x_n, -4, 4, &x);
+    a.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
+    double *expected = malloc(y_n * sizeof(double));
+    assert_non_null(expected);
+    for (size_t p = 0; p < planes; p++)
+        for (int64_t oh = 0; oh < a.h_out; oh++)
+            for (int64_t ow = 0; ow < a.w_out; ow++) {
+                double acc = kind == KANN_POOL_MAX ? -INFINITY : 0;
+                int64_t valid = 0, padded = 0;
+                for (int64_t kh = 0; kh < k_h; kh++)
+                    for (int64_t kw = 0; kw < k_w; kw++) {
+                        int64_t ih = oh * s_h - pt + kh * d_h, iw = ow * s_w - pl + kw * d_w;
+                        if (ih >= -(int64_t)pt && ih < (int64_t)(h_in + pb) &&
+                            iw >= -(int64_t)pl && iw < (int64_t)(w_in + pr))
+                            padded++;
+                        if (ih < 0 || ih >= h_in || iw < 0 || iw >= w_in)
+                            continue;
+                        valid++;
+                        double v = x[(p * h_in + ih) * w_in + iw];
+                        acc = kind == KANN_POOL_MAX ? fmax(acc, v) : acc + v;
+                    }
+                int64_t divisor = count_include_pad ? padded : valid;
+                if (kind == KANN_POOL_MAX)
+                    acc = valid ? acc : 0; /* the kernels' convention for empty windows */
+                else
+                    acc = divisor ? acc / divisor : 0;
+                expected[(p * a.h_out + oh) * a.w_out + ow] = ref_act(&a.act, acc);
+            }
+    run_and_check(KANN_KERNEL_F32_POOL2D, &a, &a.planes, y, expected, y_n, "pool2d", case_index);
+    free(expected);
+}
+
+static void test_pool2d(void **state) {
+    (void)state;
+    rng_seed(9);
+    /* resnet's max pool, global-sized average, a long row */
+    run_pool_case(0, KANN_POOL_MAX, 0, 4, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0);
+    run_pool_case(1, KANN_POOL_AVG, 0, 3, 7, 7, 7, 7, 1, 1, 1, 1, 0, 0, 0, 0, 0);
+    run_pool_case(2, KANN_POOL_AVG, 1, 2, 3, 150, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0);
+    run_pool_case(3, KANN_POOL_MAX, 0, 1, 4, 4, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 1);
+    for (int i = 4; i < 400; i++) {
+        uint32_t k_h = PICK(1, 2, 3, 5), k_w = PICK(1, 2, 3, 5);
+        run_pool_case(i, rng_range(0, 1), rng_range(0, 1), rng_range(1, 5), rng_range(1, 17),
+                      rng_range(1, 17), k_h, k_w, PICK(1, 2, 3), PICK(1, 2, 3), PICK(1, 2),
+                      PICK(1, 2), rng_range(0, k_h - 1), rng_range(0, k_w - 1),
+                      rng_range(0, k_h - 1), rng_range(0, k_w - 1), PICK(0, 0, 0, 1));
+    }
+}
+
+static void test_global_avgpool(void **state) {
+    (void)state;
+    rng_seed(10);
+    for (int i = 0; i < 100; i++) {
+        mem_reset();
+        kann_global_avgpool_args a = {0};
+        a.planes = PICK(1, 3, 64, 513);
+        a.spatial = PICK(1, 7, 9, 49, 3136);
+        a.act = random_act();
+        float *x, *y;
+        a.x = mem_put_random(random_input_space(), (size_t)a.planes * a.spatial, -1, 1, &x);
+        a.y = mem_put(KANN_SPACE_ARENA, a.planes, &y);
+        double *expected = malloc(a.planes * sizeof(double));
+        assert_non_null(expected);
+        for (size_t p = 0; p < a.planes; p++) {
+            double sum = 0;
+            for (size_t j = 0; j < a.spatial; j++)
+                sum += x[p * a.spatial + j];
+            expected[p] = ref_act(&a.act, sum / a.spatial);
+        }
+        run_and_check(KANN_KERNEL_F32_GLOBAL_AVGPOOL, &a, &a.planes, y, expected, a.planes,
+                      "global_avgpool", i);
+        free(expected);
+    }
+}
+
+/* ---- softmax, copy ------------------------------------------------------------------------ */
+
+static void test_softmax(void **state) {
+    (void)state;
+    rng_seed(11);
+    for (int i = 0; i < 200; i++) {
+        mem_reset();
+        kann_softmax_args a = {0};
+        a.outer = PICK(1, 2, 5);
+        a.axis_len = PICK(1, 2, 10, 1000);
+        a.inner = PICK(1, 1, 3, 70);
+        a.log = rng_range(0, 1);
+        size_t n = (size_t)a.outer * a.axis_len * a.inner;
+        float *x, *y;
+        /* large values: without subtracting the max, exp would overflow */
+        a.x = mem_put_random(random_input_space(), n, -100, 100, &x);
+        a.y = mem_put(KANN_SPACE_ARENA, n, &y);
+        double *expected = malloc(n * sizeof(double));
+        assert_non_null(expected);
+        for (size_t o = 0; o < a.outer; o++)
+            for (size_t j = 0; j < a.inner; j++) {
+                size_t base = o * a.axis_len * a.inner + j;
+                double max = -INFINITY, sum = 0;
+                for (size_t k = 0; k < a.axis_len; k++)
+                    max = fmax(max, x[base + k * a.inner]);
+                for (size_t k = 0; k < a.axis_len; k++)
+                    sum += exp(x[base + k * a.inner] - max);
+                for (size_t k = 0; k < a.axis_len; k++) {
+                    double v = x[base + k * a.inner] - max;
+                    expected[base + k * a.inner] = a.log ? v - log(sum) : exp(v) / sum;
+                }
+            }
+        run_and_check(KANN_KERNEL_F32_SOFTMAX, &a, &a.outer, y, expected, n, "softmax", i);
+        free(expected);
+    }
+}
+
+static void test_copy(void **state) {
+    (void)state;
+    rng_seed(12);
+    for (int i = 0; i < 100; i++) {
+        mem_reset();
+        kann_copy_args a = {0};
+        a.rows = PICK(1, 3, 16);
+        a.row_len = PICK(1, 5, 100);
+        a.x_stride = a.row_len + PICK(0, 3);
+        a.y_stride = a.row_len + PICK(0, 0, 7);
+        size_t y_n = (size_t)(a.rows - 1) * a.y_stride + a.row_len;
+        float *x, *y;
+        a.x = mem_put_random(random_input_space(), (size_t)(a.rows - 1) * a.x_stride + a.row_len,
+                             -1, 1, &x);
+        a.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
+        /* the gaps between output rows (another concat input's slice) must stay untouched */
+        double *expected = malloc(y_n * sizeof(double));
+        assert_non_null(expected);
+        for (size_t j = 0; j < y_n; j++)
+            expected[j] = SENTINEL;
+        for (size_t r = 0; r < a.rows; r++)
+            for (size_t j = 0; j < a.row_len; j++)
+                expected[r * a.y_stride + j] = x[r * a.x_stride + j];
+        run_and_check(KANN_KERNEL_F32_COPY, &a, &a.rows, y, expected, y_n, "copy", i);
+        free(expected);
+    }
+}
+
+/* ---- validators --------------------------------------------------------------------------- */
+
+/* A small valid problem per family, placed in fresh memory (the last tensor placed is an
+ * output, so the bounds end right after it). */
+static void build_conv2d(void *args) {
+    kann_conv2d_args *a = args;
+    float *p;
+    *a = (kann_conv2d_args){0};
+    a->n = 1, a->c_in = 4, a->h_in = 6, a->w_in = 5, a->c_out = 6, a->h_out = 3, a->w_out = 3;
+    a->group = 2, a->k_h = 3, a->k_w = 3, a->stride_h = 2, a->stride_w = 2, a->dil_h = 1;
+    a->dil_w = 1, a->pad_top = 1, a->pad_left = 1;
+    a->act = (kann_act){KANN_ACT_RELU, 0, 0, 0};
+    a->x = mem_put_random(KANN_SPACE_ARENA, 4 * 6 * 5, -1, 1, &p);
+    a->w = mem_put_random(KANN_SPACE_CONST, 6 * 2 * 3 * 3, -1, 1, &p);
+    a->bias = mem_put_random(KANN_SPACE_CONST, 6, -1, 1, &p);
+    a->residual = mem_put_random(KANN_SPACE_ARENA, 6 * 3 * 3, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 6 * 3 * 3, &p);
+    a->tile = (kann_tile){1, 0, 3, 0};
+}
+
+static void build_matmul(void *args) {
+    kann_matmul_args *a = args;
+    float *p;
+    *a = (kann_matmul_args){0};
+    a->batch = 2, a->m = 3, a->n = 4, a->k = 5;
+    a->a_batch_stride = 15, a->a_row_stride = 5, a->a_col_stride = 1;
+    a->b_batch_stride = 0, a->b_row_stride = 1, a->b_col_stride = 5;
+    a->bias_row_stride = 0, a->bias_col_stride = 1, a->alpha = 1, a->beta = 1;
+    a->a = mem_put_random(KANN_SPACE_ARENA, 30, -1, 1, &p);
+    a->b = mem_put_random(KANN_SPACE_CONST, 20, -1, 1, &p);
+    a->bias = mem_put_random(KANN_SPACE_CONST, 4, -1, 1, &p);
+    a->residual = mem_put_random(KANN_SPACE_ARENA, 24, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 24, &p);
+    a->tile = (kann_tile){0, 0, 3, 0};
+}
+
+static void build_binary(void *args) {
+    kann_binary_args *a = args;
+    float *p;
+    *a = (kann_binary_args){0};
+    a->op = KANN_BINARY_MUL, a->rank = 3;
+    a->dims[0] = 2, a->dims[1] = 3, a->dims[2] = 4;
+    a->a_strides[0] = 12, a->a_strides[1] = 4, a->a_strides[2] = 1;
+    a->b_strides[0] = 0, a->b_strides[1] = 1, a->b_strides[2] = 0;
+    a->a = mem_put_random(KANN_SPACE_ARENA, 24, -1, 1, &p);
+    a->b = mem_put_random(KANN_SPACE_CONST, 3, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 24, &p);
+    a->tile = (kann_tile){0, 5, 24, 0};
+}
+
+static void build_act(void *args) {
+    kann_act_args *a = args;
+    float *p;
+    *a = (kann_act_args){0};
+    a->count = 10;
+    a->act = (kann_act){KANN_ACT_CLIP, 0, 6, 0};
+    a->x = mem_put_random(KANN_SPACE_ARENA, 10, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 10, &p);
+    a->tile = (kann_tile){0, 0, 10, 0};
+}
+
+static void build_channel_affine(void *args) {
+    kann_channel_affine_args *a = args;
+    float *p;
+    *a = (kann_channel_affine_args){0};
+    a->planes = 6, a->channels = 3, a->inner = 4;
+    a->x = mem_put_random(KANN_SPACE_ARENA, 24, -1, 1, &p);
+    a->scale = mem_put_random(KANN_SPACE_CONST, 3, -1, 1, &p);
+    a->shift = mem_put_random(KANN_SPACE_CONST, 3, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 24, &p);
+    a->tile = (kann_tile){0, 2, 6, 0};
+}
+
+static void build_pool2d(void *args) {
+    kann_pool2d_args *a = args;
+    float *p;
+    *a = (kann_pool2d_args){0};
+    a->kind = KANN_POOL_AVG, a->count_include_pad = 1, a->planes = 2, a->h_in = 5, a->w_in = 5;
+    a->h_out = 3, a->w_out = 3, a->k_h = 3, a->k_w = 3, a->stride_h = 2, a->stride_w = 2;
+    a->dil_h = 1, a->dil_w = 1, a->pad_top = 1, a->pad_left = 1, a->pad_bottom = 1;
+    a->pad_right = 1;
+    a->x = mem_put_random(KANN_SPACE_ARENA, 50, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 18, &p);
+    a->tile = (kann_tile){0, 0, 2, 0};
+}
+
+static void build_global_avgpool(void *args) {
+    kann_global_avgpool_args *a = args;
+    float *p;
+    *a = (kann_global_avgpool_args){0};
+    a->planes = 4, a->spatial = 9;
+    a->x = mem_put_random(KANN_SPACE_ARENA, 36, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 4, &p);
+    a->tile = (kann_tile){0, 1, 4, 0};
+}
+
+static void build_softmax(void *args) {
+    kann_softmax_args *a = args;
+    float *p;
+    *a = (kann_softmax_args){0};
+    a->outer = 2, a->axis_len = 5, a->inner = 3;
+    a->x = mem_put_random(KANN_SPACE_ARENA, 30, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 30, &p);
+    a->tile = (kann_tile){0, 0, 2, 0};
+}
+
+static void build_transpose(void *args) {
+    kann_transpose_args *a = args;
+    float *p;
+    *a = (kann_transpose_args){0};
+    a->rank = 3;
+    a->dims[0] = 4, a->dims[1] = 2, a->dims[2] = 3;
+    a->x_strides[0] = 1, a->x_strides[1] = 12, a->x_strides[2] = 4;
+    a->x = mem_put_random(KANN_SPACE_CONST, 24, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 24, &p);
+    a->tile = (kann_tile){0, 0, 24, 0};
+}
+
+static void build_copy(void *args) {
+    kann_copy_args *a = args;
+    float *p;
+    *a = (kann_copy_args){0};
+    a->rows = 3, a->row_len = 4, a->x_stride = 4, a->y_stride = 10;
+    a->x = mem_put_random(KANN_SPACE_CONST, 12, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 24, &p);
+    a->tile = (kann_tile){0, 0, 3, 0};
+}
+
+#define NO_FIELD SIZE_MAX
+#define MAX_REFS 5
+#define MAX_PATCHES 4
+
+/* Bad arguments as up to MAX_PATCHES uint32 fields set to values (NO_FIELD ends a list). */
+typedef struct patch {
+    size_t offset;
+    uint32_t value;
+} patch;
+typedef struct bad_case {
+    const char *what;
+    patch patches[MAX_PATCHES];
+} bad_case;
+
+typedef struct family_case {
+    kann_kernel_id id;
+    void (*build)(void *args);
+    size_t refs[MAX_REFS]; /* offsets of its kann_refs; NO_FIELD ends the list */
+    size_t output; /* offset of the output ref */
+    size_t act; /* offset of its kann_act, or NO_FIELD */
+    bad_case bad[8];
+} family_case;
+
+#define P(type, field, v) {offsetof(type, field), (uint32_t)(v)}
+#define END {NO_FIELD, 0}
+#define U32MAX 0xffffffffu
+
+static const family_case families[] = {
+    {KANN_KERNEL_F32_CONV2D,
+     build_conv2d,
+     {offsetof(kann_conv2d_args, x), offsetof(kann_conv2d_args, w),
+      offsetof(kann_conv2d_args, bias), offsetof(kann_conv2d_args, residual),
+      offsetof(kann_conv2d_args, y)},
+     offsetof(kann_conv2d_args, y),
+     offsetof(kann_conv2d_args, act),
+     {{"group 0", {P(kann_conv2d_args, group, 0), END}},
+      {"group not dividing c_out", {P(kann_conv2d_args, group, 4), END}},
+      {"stride 0", {P(kann_conv2d_args, stride_w, 0), END}},
+      {"dilation 0", {P(kann_conv2d_args, dil_h, 0), END}},
+      {"x dims overflow",
+       {P(kann_conv2d_args, n, U32MAX), P(kann_conv2d_args, c_in, 0xfffffffe),
+        P(kann_conv2d_args, h_in, U32MAX), P(kann_conv2d_args, w_in, U32MAX)}},
+      {"output larger than y", {P(kann_conv2d_args, w_out, 4), END}},
+      {"coordinates too large",
+       {P(kann_conv2d_args, stride_h, U32MAX), P(kann_conv2d_args, dil_h, U32MAX),
+        P(kann_conv2d_args, k_h, U32MAX), END}},
+      {NULL, {END}}}},
+    {KANN_KERNEL_F32_MATMUL,
+     build_matmul,
+     {offsetof(kann_matmul_args, a), offsetof(kann_matmul_args, b),
+      offsetof(kann_matmul_args, bias), offsetof(kann_matmul_args, residual),
+      offsetof(kann_matmul_args, y)},
+     offsetof(kann_matmul_args, y),
+     offsetof(kann_matmul_args, act),
+     {{"a stride past the arena", {P(kann_matmul_args, a_row_stride, 0x100000), END}},
+      {"b stride overflow",
+       {P(kann_matmul_args, b_batch_stride, U32MAX), P(kann_matmul_args, batch, U32MAX),
+        P(kann_matmul_args, b_col_stride, U32MAX), END}},
+      {"k past the arena", {P(kann_matmul_args, k, 0x100000), END}},
+      {"bias past the constants", {P(kann_matmul_args, bias_row_stride, 0x100000), END}},
+      {"y dims overflow",
+       {P(kann_matmul_args, m, U32MAX), P(kann_matmul_args, n, U32MAX),
+        P(kann_matmul_args, a_row_stride, 0), P(kann_matmul_args, b_col_stride, 0)}},
+      {NULL, {END}}}},
+    {KANN_KERNEL_F32_BINARY,
+     build_binary,
+     {offsetof(kann_binary_args, a), offsetof(kann_binary_args, b), offsetof(kann_binary_args, y),
+      NO_FIELD},
+     offsetof(kann_binary_args, y),
+     offsetof(kann_binary_args, act),
+     {{"unknown op", {P(kann_binary_args, op, KANN_BINARY_COUNT), END}},
+      {"rank 0", {P(kann_binary_args, rank, 0), END}},
+      {"rank 7", {P(kann_binary_args, rank, KANN_MAX_RANK + 1), END}},
+      {"b stride past the constants", {P(kann_binary_args, b_strides[2], 0x100000), END}},
+      {"count over 2^32",
+       {P(kann_binary_args, dims[0], 0x10000), P(kann_binary_args, dims[1], 0x10000), END}},
+      {"stride overflow",
+       {P(kann_binary_args, dims[0], U32MAX), P(kann_binary_args, dims[1], 1),
+        P(kann_binary_args, dims[2], 1), P(kann_binary_args, a_strides[0], U32MAX)}},
+      {NULL, {END}}}},
+    {KANN_KERNEL_F32_ACT,
+     build_act,
+     {offsetof(kann_act_args, x), offsetof(kann_act_args, y), NO_FIELD},
+     offsetof(kann_act_args, y),
+     offsetof(kann_act_args, act),
+     {{"count past y", {P(kann_act_args, count, 11), END}}, {NULL, {END}}}},
+    {KANN_KERNEL_F32_CHANNEL_AFFINE,
+     build_channel_affine,
+     {offsetof(kann_channel_affine_args, x), offsetof(kann_channel_affine_args, scale),
+      offsetof(kann_channel_affine_args, shift), offsetof(kann_channel_affine_args, y),
+      NO_FIELD},
+     offsetof(kann_channel_affine_args, y),
+     offsetof(kann_channel_affine_args, act),
+     {{"channels 0", {P(kann_channel_affine_args, channels, 0), END}},
+      {"channels past the constants", {P(kann_channel_affine_args, channels, 0x100000), END}},
+      {"size overflow",
+       {P(kann_channel_affine_args, inner, U32MAX), P(kann_channel_affine_args, planes, U32MAX),
+        END}},
+      {NULL, {END}}}},
+    {KANN_KERNEL_F32_POOL2D,
+     build_pool2d,
+     {offsetof(kann_pool2d_args, x), offsetof(kann_pool2d_args, y), NO_FIELD},
+     offsetof(kann_pool2d_args, y),
+     offsetof(kann_pool2d_args, act),
+     {{"unknown kind", {P(kann_pool2d_args, kind, KANN_POOL_COUNT), END}},
+      {"stride 0", {P(kann_pool2d_args, stride_h, 0), END}},
+      {"dilation 0", {P(kann_pool2d_args, dil_w, 0), END}},
+      {"output larger than y", {P(kann_pool2d_args, h_out, 4), END}},
+      {"coordinates too large", {P(kann_pool2d_args, pad_bottom, U32MAX),
+                                 P(kann_pool2d_args, k_h, U32MAX),
+                                 P(kann_pool2d_args, dil_h, U32MAX), END}},
+      {NULL, {END}}}},
+    {KANN_KERNEL_F32_GLOBAL_AVGPOOL,
+     build_global_avgpool,
+     {offsetof(kann_global_avgpool_args, x), offsetof(kann_global_avgpool_args, y), NO_FIELD},
+     offsetof(kann_global_avgpool_args, y),
+     offsetof(kann_global_avgpool_args, act),
+     {{"spatial 0", {P(kann_global_avgpool_args, spatial, 0), END}},
+      {"spatial past the arena", {P(kann_global_avgpool_args, spatial, 0x100000), END}},
+      {NULL, {END}}}},
+    {KANN_KERNEL_F32_SOFTMAX,
+     build_softmax,
+     {offsetof(kann_softmax_args, x), offsetof(kann_softmax_args, y), NO_FIELD},
+     offsetof(kann_softmax_args, y),
+     NO_FIELD,
+     {{"size overflow",
+       {P(kann_softmax_args, axis_len, U32MAX), P(kann_softmax_args, inner, U32MAX), END}},
+      {"axis past the arena", {P(kann_softmax_args, axis_len, 0x100000), END}},
+      {NULL, {END}}}},
+    {KANN_KERNEL_F32_TRANSPOSE,
+     build_transpose,
+     {offsetof(kann_transpose_args, x), offsetof(kann_transpose_args, y), NO_FIELD},
+     offsetof(kann_transpose_args, y),
+     NO_FIELD,
+     {{"rank 0", {P(kann_transpose_args, rank, 0), END}},
+      {"rank 7", {P(kann_transpose_args, rank, KANN_MAX_RANK + 1), END}},
+      {"stride past x", {P(kann_transpose_args, x_strides[0], 2), END}},
+      {NULL, {END}}}},
+    {KANN_KERNEL_F32_COPY,
+     build_copy,
+     {offsetof(kann_copy_args, x), offsetof(kann_copy_args, y), NO_FIELD},
+     offsetof(kann_copy_args, y),
+     NO_FIELD,
+     {{"x stride past x", {P(kann_copy_args, x_stride, 5), END}},
+      {"y stride overflow",
+       {P(kann_copy_args, y_stride, U32MAX), P(kann_copy_args, rows, U32MAX), END}},
+      {"row past y", {P(kann_copy_args, row_len, 11), END}},
+      {NULL, {END}}}},
+};
+
+static void set_u32(void *args, size_t offset, uint32_t v) {
+    memcpy((uint8_t *)args + offset, &v, sizeof v);
+}
+
+static kann_ref get_ref(const void *args, size_t offset) {
+    kann_ref r;
+    memcpy(&r, (const uint8_t *)args + offset, sizeof r);
+    return r;
+}
+
+static void set_ref(void *args, size_t offset, kann_ref r) {
+    memcpy((uint8_t *)args + offset, &r, sizeof r);
+}
+
+/* Expects validation to fail with a status and a message, and not to crash without err. */
+static void expect_rejected(const family_case *f, const void *args, const char *what) {
+    const kann_kernel_info *info = &kann_kernels[f->id];
+    kann_error err;
+    memset(&err, 0x55, sizeof err);
+    kann_status s = info->validate(args, &bounds, &err);
+    if (s == KANN_OK)
+        fail_msg("%s: accepted bad arguments (%s)", info->name, what);
+    assert_int_equal(err.status, s);
+    assert_non_null(memchr(err.message, '\0', sizeof err.message));
+    assert_true(err.message[0] != '\0');
+    assert_int_not_equal(info->validate(args, &bounds, NULL), KANN_OK);
+}
+
+static void test_validators(void **state) {
+    (void)state;
+    rng_seed(13);
+    for (size_t fi = 0; fi < sizeof families / sizeof families[0]; fi++) {
+        const family_case *f = &families[fi];
+        const kann_kernel_info *info = &kann_kernels[f->id];
+        uint64_t good[64], bad[64];
+        assert_true(info->args_size <= sizeof good);
+        mem_reset();
+        f->build(good);
+        kann_error err = {0};
+        if (info->validate(good, &bounds, &err) != KANN_OK)
+            fail_msg("%s: good arguments rejected: %s", info->name, err.message);
+        assert_int_equal(info->validate(good, &bounds, NULL), KANN_OK);
+
+        /* tiles */
+        kann_tile *t = (kann_tile *)bad;
+        memcpy(bad, good, info->args_size);
+        t->axis = info->n_tile_axes;
+        expect_rejected(f, bad, "tile axis");
+        memcpy(bad, good, info->args_size);
+        t->begin = t->end + 1;
+        expect_rejected(f, bad, "tile begin > end");
+        memcpy(bad, good, info->args_size);
+        t->end = U32MAX;
+        expect_rejected(f, bad, "tile end past the extent");
+
+        /* activation */
+        if (f->act != NO_FIELD) {
+            memcpy(bad, good, info->args_size);
+            set_u32(bad, f->act + offsetof(kann_act, kind), KANN_ACT_COUNT);
+            expect_rejected(f, bad, "activation kind");
+            memcpy(bad, good, info->args_size);
+            kann_act nan_act = {KANN_ACT_CLIP, NAN, -INFINITY, 7};
+            memcpy((uint8_t *)bad + f->act, &nan_act, sizeof nan_act);
+            assert_int_equal(info->validate(bad, &bounds, NULL), KANN_OK);
+        }
+
+        /* every memory reference */
+        for (size_t ri = 0; ri < MAX_REFS && f->refs[ri] != NO_FIELD; ri++) {
+            kann_ref r = get_ref(good, f->refs[ri]);
+            uint64_t size = r.space == KANN_SPACE_ARENA ? bounds.arena_size : bounds.const_size;
+            static const uint64_t bad_offsets[] = {0, 4, UINT64_MAX - 3, UINT64_MAX & ~3ull};
+            for (size_t oi = 0; oi < sizeof bad_offsets / sizeof bad_offsets[0]; oi++) {
+                memcpy(bad, good, info->args_size);
+                kann_ref moved = r;
+                moved.offset = oi < 2 ? size - bad_offsets[oi] : bad_offsets[oi];
+                set_ref(bad, f->refs[ri], moved);
+                expect_rejected(f, bad, "offset past the end");
+            }
+            memcpy(bad, good, info->args_size);
+            set_ref(bad, f->refs[ri], (kann_ref){r.space, 0, r.offset + 2});
+            expect_rejected(f, bad, "misaligned offset");
+            memcpy(bad, good, info->args_size);
+            set_ref(bad, f->refs[ri], (kann_ref){KANN_SPACE_COUNT, 0, r.offset});
+            expect_rejected(f, bad, "unknown space");
+            memcpy(bad, good, info->args_size);
+            set_ref(bad, f->refs[ri], (kann_ref){r.space, 0xdeadbeef, r.offset});
+            assert_int_equal(info->validate(bad, &bounds, NULL), KANN_OK); /* reserved ignored */
+        }
+        memcpy(bad, good, info->args_size);
+        kann_ref y = get_ref(good, f->output);
+        set_ref(bad, f->output, (kann_ref){KANN_SPACE_CONST, 0, 0});
+        expect_rejected(f, bad, "output in the constants");
+        set_ref(bad, f->output, (kann_ref){KANN_SPACE_NONE, 0, y.offset});
+        expect_rejected(f, bad, "output absent");
+
+        /* the family's own rules */
+        for (size_t bi = 0; bi < 8 && f->bad[bi].what; bi++) {
+            memcpy(bad, good, info->args_size);
+            for (size_t pi = 0; pi < MAX_PATCHES && f->bad[bi].patches[pi].offset != NO_FIELD;
+                 pi++)
+                set_u32(bad, f->bad[bi].patches[pi].offset, f->bad[bi].patches[pi].value);
+            expect_rejected(f, bad, f->bad[bi].what);
+        }
+    }
+}
+
+/* Optional inputs may be absent; required inputs may not. */
+static void test_validators_optional_refs(void **state) {
+    (void)state;
+    kann_conv2d_args c;
+    mem_reset();
+    build_conv2d(&c);
+    c.bias = c.residual = (kann_ref){KANN_SPACE_NONE, 0, 0};
+    assert_int_equal(kann_conv2d_validate(&c, &bounds, NULL), KANN_OK);
+    c.w.space = KANN_SPACE_NONE;
+    assert_int_not_equal(kann_conv2d_validate(&c, &bounds, NULL), KANN_OK);
+    kann_matmul_args m;
+    mem_reset();
+    build_matmul(&m);
+    m.bias = m.residual = (kann_ref){KANN_SPACE_NONE, 0, 0};
+    assert_int_equal(kann_matmul_validate(&m, &bounds, NULL), KANN_OK);
+    m.a.space = KANN_SPACE_NONE;
+    assert_int_not_equal(kann_matmul_validate(&m, &bounds, NULL), KANN_OK);
+}
+
+static void test_strided_bytes(void **state) {
+    (void)state;
+    int overflow = -1;
+    assert_int_equal(kann_strided_bytes(2, (const uint32_t[]){3, 4}, (const uint32_t[]){4, 1},
+                                        &overflow),
+                     48);
+    assert_int_equal(overflow, 0);
+    assert_int_equal(kann_strided_bytes(2, (const uint32_t[]){3, 4}, (const uint32_t[]){10, 1},
+                                        &overflow),
+                     (2 * 10 + 3 + 1) * 4);
+    assert_int_equal(kann_strided_bytes(2, (const uint32_t[]){3, 4}, (const uint32_t[]){0, 0},
+                                        &overflow),
+                     4);
+    assert_int_equal(kann_strided_bytes(2, (const uint32_t[]){0, 4}, (const uint32_t[]){1, 1},
+                                        &overflow),
+                     0);
+    assert_int_equal(overflow, 0);
+    uint32_t big[6] = {U32MAX, U32MAX, U32MAX, U32MAX, U32MAX, U32MAX};
+    assert_int_equal(kann_strided_bytes(6, big, big, &overflow), 0);
+    assert_int_equal(overflow, 1);
+    assert_int_equal(kann_strided_bytes(1, big, big, NULL), 0); /* *4 overflows */
+}
+
+static void test_messages(void **state) {
+    (void)state;
+    kann_error err;
+    assert_int_equal(kann_msg_set(&err, KANN_E_CORRUPT, "x: "), KANN_E_CORRUPT);
+    kann_msg_append_u64(&err, 0);
+    kann_msg_append(&err, " ");
+    kann_msg_append_u64(&err, UINT64_MAX);
+    assert_string_equal(err.message, "x: 0 18446744073709551615");
+    assert_int_equal(err.status, KANN_E_CORRUPT);
+    for (int i = 0; i < 100; i++)
+        kann_msg_append(&err, "overflowing ");
+    assert_int_equal(strlen(err.message), sizeof err.message - 1);
+    assert_int_equal(kann_msg_set(NULL, KANN_E_CORRUPT, "ignored"), KANN_E_CORRUPT);
+    kann_msg_append(NULL, "ignored");
+    kann_msg_append_u64(NULL, 1);
+}
+
+/* The registry lists every kernel with its family's size, tile axes and functions. */
+static void test_registry(void **state) {
+    (void)state;
+    assert_null(kann_kernels[KANN_KERNEL_BARRIER].ref);
+    for (size_t fi = 0; fi < sizeof families / sizeof families[0]; fi++) {
+        const kann_kernel_info *info = &kann_kernels[families[fi].id];
+        assert_non_null(info->name);
+        assert_non_null(info->ref);
+        assert_non_null(info->validate);
+        assert_true(info->n_tile_axes >= 1 && info->n_tile_axes <= 2);
+    }
+    assert_int_equal(sizeof families / sizeof families[0], KANN_KERNEL_COUNT - 1);
+}
+
+/* Validated arguments never make a kernel leave its bounds: mutate one field of good arguments
+ * (one to three at a time) and run whatever validates, on copies of the spaces allocated at their exact size
+ * (so a sanitizer build catches any stray access). */
+static void test_validated_mutations_run_safely(void **state) {
+    (void)state;
+    rng_seed(14);
+    static const uint32_t values[] = {0, 1, 2, 3, 4, 5, 7, 8, 16, 31, 64, 0x7fffffff, 0x80000000,
+                                      0xfffffffe, U32MAX};
+    int accepted = 0;
+    for (size_t fi = 0; fi < sizeof families / sizeof families[0]; fi++) {
+        const family_case *f = &families[fi];
+        const kann_kernel_info *info = &kann_kernels[f->id];
+        uint64_t good[64], args[64];
+        mem_reset();
+        f->build(good);
+        uint8_t *arena = malloc(bounds.arena_size), *consts = malloc(bounds.const_size);
+        assert_true(arena && consts);
+        memcpy(arena, mem[KANN_SPACE_ARENA], bounds.arena_size);
+        memcpy(consts, mem[KANN_SPACE_CONST], bounds.const_size);
+        kann_exec exact = {arena, consts};
+        for (int i = 0; i < 3000; i++) {
+            memcpy(args, good, info->args_size);
+            for (uint32_t n_fields = rng_range(1, 3); n_fields > 0; n_fields--) {
+                size_t word = rng_next() % (info->args_size / 4);
+                uint32_t v = rng_next() % 4 == 0 ? (uint32_t)rng_next()
+                                                 : values[rng_next() % (sizeof values / 4)];
+                set_u32(args, word * 4, v);
+            }
+            if (info->validate(args, &bounds, NULL) == KANN_OK) {
+                info->ref(args, &exact);
+                accepted++;
+            }
+        }
+        free(arena);
+        free(consts);
+    }
+    print_message("%d mutated argument structs validated and ran\n", accepted);
+    assert_true(accepted > 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_act_apply),
+        cmocka_unit_test(test_conv2d_table),
+        cmocka_unit_test(test_conv2d_random),
+        cmocka_unit_test(test_matmul_table),
+        cmocka_unit_test(test_matmul_random),
+        cmocka_unit_test(test_binary),
+        cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_act),
+        cmocka_unit_test(test_channel_affine),
+        cmocka_unit_test(test_pool2d),
+        cmocka_unit_test(test_global_avgpool),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_strided_bytes),
+        cmocka_unit_test(test_validators),
+        cmocka_unit_test(test_validators_optional_refs),
+        cmocka_unit_test(test_validated_mutations_run_safely),
+    };
+    int failed = cmocka_run_group_tests(tests, mem_setup, mem_teardown);
+    free(arena_snapshot);
+    return failed;
+}

@@ -1,0 +1,175 @@
+/* The parallel walk: a model of 4 streams and 4 phases, with data crossing streams at every
+ * barrier, gives the same bits on 1, 2, 3 and 4 threads as kann_session_run. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kann_format.h"
+#include "kann_host.h"
+#include "runtime_models.h"
+
+enum { N_X = 64, N_Y = 32 };
+
+typedef struct fixture {
+    void *bin;
+    kann_model model;
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    size_t n;
+    void *raw = rt_model_parallel(&n);
+    f->bin = rt_copy(raw, n);
+    free(raw);
+    kann_error e;
+    if (kann_model_open(&f->model, f->bin, n, &e) != KANN_OK) {
+        print_error("open: %s\n", e.message);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    free(f->bin);
+    free(f);
+    return 0;
+}
+
+static void fill_input(kann_session *s, unsigned seed) {
+    kann_tensor in;
+    assert_int_equal(kann_session_input(s, 0, &in), KANN_OK);
+    float *x = in.data;
+    for (int i = 0; i < N_X; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = (float)((int)(seed >> 16 & 0xff) - 128) / 64.0f;
+    }
+}
+
+static const float *output(kann_session *s) {
+    kann_tensor out;
+    assert_int_equal(kann_session_output(s, 0, &out), KANN_OK);
+    return out.data;
+}
+
+static void test_single_thread_matches_reference(void **state) {
+    fixture *f = *state;
+    assert_int_equal(kann_model_n_streams(&f->model), 4);
+    kann_session s;
+    void *arena = kann_host_arena_alloc((size_t)kann_model_arena_size(&f->model));
+    kann_error e;
+    assert_int_equal(
+        kann_session_init(&s, &f->model, arena, (size_t)kann_model_arena_size(&f->model), &e),
+        KANN_OK);
+    fill_input(&s, 1);
+    assert_int_equal(kann_session_run(&s, &e), KANN_OK);
+    kann_tensor in;
+    kann_session_input(&s, 0, &in);
+    float want[N_Y];
+    rt_parallel_reference(in.data, want);
+    const float *y = output(&s);
+    for (int j = 0; j < N_Y; j++)
+        assert_float_equal(y[j], want[j], 1e-5);
+    kann_host_arena_free(arena);
+}
+
+static void test_pool_matches_single_thread(void **state) {
+    fixture *f = *state;
+    size_t arena_size = (size_t)kann_model_arena_size(&f->model);
+    kann_error e;
+    for (uint32_t threads = 1; threads <= 5; threads++) {
+        kann_host_pool *pool = kann_host_pool_new(threads, 0, &e);
+        assert_non_null(pool);
+        assert_int_equal(kann_host_pool_threads(pool), threads);
+        kann_session ref, par;
+        void *ref_arena = kann_host_arena_alloc(arena_size);
+        void *par_arena = kann_host_arena_alloc(arena_size);
+        assert_int_equal(kann_session_init(&ref, &f->model, ref_arena, arena_size, &e), KANN_OK);
+        assert_int_equal(kann_session_init(&par, &f->model, par_arena, arena_size, &e), KANN_OK);
+        /* Many runs on changing inputs: a missing barrier shows up as a stale value. */
+        for (unsigned run = 0; run < 300; run++) {
+            fill_input(&ref, run);
+            fill_input(&par, run);
+            assert_int_equal(kann_session_run(&ref, &e), KANN_OK);
+            assert_int_equal(kann_host_pool_run(pool, &par, &e), KANN_OK);
+            if (memcmp(output(&ref), output(&par), N_Y * sizeof(float)) != 0)
+                fail_msg("%u threads, run %u: output differs from one thread", threads, run);
+        }
+        kann_host_arena_free(ref_arena);
+        kann_host_arena_free(par_arena);
+        kann_host_pool_free(pool);
+    }
+}
+
+/* One pool serves models of different stream counts; a pool larger than the model runs it on
+ * as many threads as it has streams. */
+static void test_pool_reuse_across_models(void **state) {
+    fixture *f = *state;
+    kann_error e;
+    kann_host_pool *pool = kann_host_pool_new(3, KANN_HOST_POOL_PIN, &e);
+    assert_non_null(pool);
+    size_t n;
+    void *raw = rt_model_relu2(&n);
+    void *bin = rt_copy(raw, n);
+    free(raw);
+    kann_model relu;
+    assert_int_equal(kann_model_open(&relu, bin, n, &e), KANN_OK);
+    kann_session a, b;
+    void *arena_a = kann_host_arena_alloc((size_t)kann_model_arena_size(&relu));
+    void *arena_b = kann_host_arena_alloc((size_t)kann_model_arena_size(&f->model));
+    assert_int_equal(kann_session_init(&a, &relu, arena_a, kann_model_arena_size(&relu), &e),
+                     KANN_OK);
+    assert_int_equal(
+        kann_session_init(&b, &f->model, arena_b, kann_model_arena_size(&f->model), &e), KANN_OK);
+    float want[N_Y];
+    for (unsigned run = 0; run < 100; run++) {
+        kann_tensor in, out;
+        kann_session_input(&a, 0, &in);
+        for (int i = 0; i < 8; i++)
+            ((float *)in.data)[i] = (float)i - 3.5f - (float)(run % 3);
+        assert_int_equal(kann_host_pool_run(pool, &a, &e), KANN_OK);
+        kann_session_output(&a, 0, &out);
+        for (int i = 0; i < 8; i++) {
+            float x = ((float *)in.data)[i];
+            assert_float_equal(((float *)out.data)[i], x > 0 ? x : 0, 0);
+        }
+        fill_input(&b, run);
+        assert_int_equal(kann_host_pool_run(pool, &b, &e), KANN_OK);
+        kann_session_input(&b, 0, &in);
+        rt_parallel_reference(in.data, want);
+        const float *y = output(&b);
+        for (int j = 0; j < N_Y; j++)
+            assert_float_equal(y[j], want[j], 1e-5);
+    }
+    kann_host_arena_free(arena_a);
+    kann_host_arena_free(arena_b);
+    free(bin);
+    kann_host_pool_free(pool);
+}
+
+static void test_pool_arguments(void **state) {
+    (void)state;
+    kann_error e;
+    assert_null(kann_host_pool_new(0, 0, &e));
+    assert_int_equal(e.status, KANN_E_ARGUMENT);
+    kann_host_pool *pool = kann_host_pool_new(2, 0, &e);
+    assert_int_equal(kann_host_pool_run(pool, NULL, &e), KANN_E_ARGUMENT);
+    kann_host_pool_free(pool);
+    kann_host_pool_free(NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_single_thread_matches_reference, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_matches_single_thread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_reuse_across_models, setup, teardown),
+        cmocka_unit_test(test_pool_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
