@@ -234,6 +234,10 @@ static int eval_copy(const fold_ctx *c) {
 }
 
 static int eval_Dropout(const fold_ctx *c) {
+    /* In training mode the output is random: leave it to whoever refuses or runs it. */
+    const kc_value *training = in_v(c, 2);
+    if (training && kc_value_numel(training) == 1 && get_i(training->data, training->dtype, 0))
+        return 0;
     eval_copy(c);
     kc_value *mask = out_v(c, 1);
     if (mask) {
@@ -534,15 +538,15 @@ int kc_fold_node(kc_graph *g, int node, kc_diag *d) {
         if (numel < 0 || es == 0 || numel > KC_FOLD_MAX_BYTES / (int64_t)es) return 0;
     }
     /* An evaluation that fails leaves the outputs as they were (its arena bytes are dropped). */
-    void *data[KC_MAX_RANK] = {0};
-    for (int i = 0; i < n->n_outputs && i < KC_MAX_RANK; i++) {
+    void *data[KC_SHAPE_MAX_OUTPUTS] = {0};
+    for (int i = 0; i < n->n_outputs && i < KC_SHAPE_MAX_OUTPUTS; i++) {
         kc_value *y = out_v(&c, i);
         if (!y) continue;
         data[i] = y->data;
         y->data = kc_alloc(g, (size_t)kc_value_numel(y) * kc_dtype_size(y->dtype) + 1);
     }
-    int r = n->n_outputs <= KC_MAX_RANK ? fn(&c) : 0;
-    for (int i = 0; i < n->n_outputs && i < KC_MAX_RANK; i++) {
+    int r = n->n_outputs <= KC_SHAPE_MAX_OUTPUTS ? fn(&c) : 0;
+    for (int i = 0; i < n->n_outputs && i < KC_SHAPE_MAX_OUTPUTS; i++) {
         kc_value *y = out_v(&c, i);
         if (!y) continue;
         if (r == 1) {

@@ -150,7 +150,7 @@ static int apply_type(importer *im, int v, const Onnx__TypeProto *tp, const char
     if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return 0;
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
         if (!what) return 0;
-        kc_error_value(im->d, g, v, "%s has a %s type; only tensors are supported", what,
+        kc_error_value(im->d, g, v, "%s has type '%s'; only tensors are supported", what,
                        type_kind(tp));
         return 1;
     }
@@ -603,6 +603,61 @@ static void check_defined(importer *im) {
     free(reported);
 }
 
+/* protobuf-c unpacks nested messages recursively without a depth limit, so a crafted file of
+ * deeply nested subgraphs would overflow the stack. The nesting is measured first, walking the
+ * wire format with the same descriptors; anything malformed is left to the decoder to report. */
+#define MAX_MESSAGE_DEPTH 100
+
+static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int nested_too_deep(const ProtobufCMessageDescriptor *desc, const uint8_t *p,
+                           const uint8_t *end, int depth) {
+    if (depth > MAX_MESSAGE_DEPTH) return 1;
+    while (p < end) {
+        uint64_t key, v;
+        if (read_varint(&p, end, &key) != 0) return 0;
+        switch (key & 7) {
+        case 0:
+            if (read_varint(&p, end, &v) != 0) return 0;
+            break;
+        case 1:
+            if (end - p < 8) return 0;
+            p += 8;
+            break;
+        case 5:
+            if (end - p < 4) return 0;
+            p += 4;
+            break;
+        case 2: {
+            if (read_varint(&p, end, &v) != 0 || v > (uint64_t)(end - p)) return 0;
+            const ProtobufCFieldDescriptor *f =
+                key >> 3 <= UINT_MAX
+                    ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(key >> 3))
+                    : NULL;
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+                nested_too_deep(f->descriptor, p, p + v, depth + 1))
+                return 1;
+            p += v;
+            break;
+        }
+        default:
+            return 0;
+        }
+    }
+    return 0;
+}
+
 static const char *base_dir_of(kc_graph *g, const char *path) {
     if (!path) return NULL;
     const char *slash = strrchr(path, '/');
@@ -635,8 +690,13 @@ int kc_import_onnx_bytes(kc_graph *g, const void *bytes, size_t size, const char
     int errors_before = d->n_errors;
     const char *where = d->file ? "" : path ? path : "";
     const char *sep = where[0] ? ": " : "";
-    Onnx__ModelProto *m =
-        onnx__model_proto__unpack(NULL, size, bytes && size ? (const uint8_t *)bytes : empty);
+    const uint8_t *data = bytes && size ? (const uint8_t *)bytes : empty;
+    if (nested_too_deep(&onnx__model_proto__descriptor, data, data + size, 0)) {
+        kc_error(d, "%s%snot a valid ONNX model (messages nested more than %d deep)", where, sep,
+                 MAX_MESSAGE_DEPTH);
+        return d->n_errors - errors_before;
+    }
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
     if (!m) {
         kc_error(d, "%s%snot a valid ONNX model (protobuf decoding failed)", where, sep);
         return d->n_errors - errors_before;

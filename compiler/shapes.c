@@ -125,7 +125,9 @@ static int shape_ints(const kc_graph *g, int node, const char *attr, int idx, in
     int v = n->inputs[idx];
     const kc_value *val = &g->values[v];
     if (!(val->flags & KC_VALUE_CONST)) {
-        kc_error_node(d, g, node, "shape input '%s' (%s) must be constant", val->name, attr);
+        kc_error_node(d, g, node, "shape input '%s'%s%s%s must be constant", val->name,
+                      strcmp(val->name, attr) ? " (" : "", strcmp(val->name, attr) ? attr : "",
+                      strcmp(val->name, attr) ? ")" : "");
         return -2;
     }
     int c = kc_const_ints(g, v, out, max);

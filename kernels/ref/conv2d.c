@@ -8,7 +8,7 @@
 
 /* Output pixels accumulated at once on the stack: small enough for a microcontroller stack,
  * long enough for the inner loop to vectorize. */
-#define CONV_CHUNK 64
+#define CONV_CHUNK 32
 
 /* 1x1, stride 1, no padding, same spatial size: the output plane is a GEMM over contiguous
  * pixels, so whole tiles of rows are one long run instead of many short rows. */
@@ -33,7 +33,7 @@ static void store_epilogue(const kann_act *act, float *acc, size_t len, float bi
 }
 
 /* Output channels computed together: each input value loaded feeds CONV_BLOCK accumulators. */
-#define CONV_BLOCK 4
+#define CONV_BLOCK 8
 
 /* acc[q][first + j] += w[q] * x[j * stride] for q < n_acc, j < count. A full block gets loops
  * with a constant channel count (unrolled; the pixel loop vectorizes when stride is 1). */

@@ -343,6 +343,18 @@ static void test_data_movement(void **state) {
     check_i64(g, out_of(g, sh), 1, D(3));
 }
 
+static void test_training_dropout_not_folded(void **state) {
+    kc_graph *g = *state;
+    int x = f32s(g, 1, D(4), (float[]){1, 2, 3, 4});
+    uint8_t yes = 1;
+    int training = kc_add_const(g, "training", KC_DTYPE_BOOL, 0, NULL, &yes);
+    int dr =
+        node(g, KC_OP_Dropout, 13, 3, (int[]){x, f32s(g, 0, NULL, (float[]){0.5f}), training}, 2);
+    assert_int_equal(run(g, NULL), 0);
+    assert_false(g->nodes[dr].dead);
+    assert_int_equal(g->values[out_of(g, dr)].dims[0], 4);
+}
+
 static void test_constant_node(void **state) {
     kc_graph *g = *state;
     int c = node(g, KC_OP_Constant, 13, 0, NULL, 1);
@@ -380,6 +392,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_float_arithmetic_and_activations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cast, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_movement, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_training_dropout_not_folded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_constant_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_folded, setup, teardown),
     };

@@ -848,7 +848,7 @@ static void test_non_tensor_input(void **state) {
     add_node(m, "Identity", "id", (const char *[]){"seq", NULL}, (const char *[]){"Y", NULL});
     add_output(m, value_info("Y", KC_DTYPE_FLOAT, -1, NULL, NULL));
     assert_int_equal(import_model(c, m), 1);
-    assert_message(c, "value 'seq': graph input has a sequence type");
+    assert_message(c, "value 'seq': graph input has type 'sequence'");
 }
 
 static void test_model_function_calls_import_as_unknown(void **state) {
@@ -1055,6 +1055,55 @@ static void test_truncated_model(void **state) {
     }
 }
 
+static size_t put_key_len(uint8_t *p, int field, uint64_t len) {
+    size_t n = 0;
+    uint64_t key = (uint64_t)field << 3 | 2;
+    for (int i = 0; i < 2; i++) {
+        uint64_t v = i ? len : key;
+        do {
+            p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+            v >>= 7;
+        } while (v);
+    }
+    return n;
+}
+
+static size_t key_len_size(int field, uint64_t len) {
+    uint8_t tmp[24];
+    return put_key_len(tmp, field, len);
+}
+
+/* Subgraphs nested 100000 deep (graph.node.attribute.g ...) must not overflow the stack. */
+static void test_deeply_nested_subgraphs(void **state) {
+    ctx *c = *state;
+    enum { LEVELS = 100000 };
+    /* Inside out: sizes of each graph, node and attribute; then the headers outside in. */
+    uint64_t *graph_len = malloc(sizeof(uint64_t) * (LEVELS + 1));
+    assert_non_null(graph_len);
+    graph_len[0] = 0;
+    for (int i = 1; i <= LEVELS; i++) {
+        uint64_t attr = key_len_size(6, graph_len[i - 1]) + graph_len[i - 1];
+        uint64_t node = key_len_size(5, attr) + attr;
+        graph_len[i] = key_len_size(1, node) + node;
+    }
+    size_t size = key_len_size(7, graph_len[LEVELS]) + graph_len[LEVELS];
+    uint8_t *bytes = malloc(size);
+    assert_non_null(bytes);
+    size_t at = put_key_len(bytes, 7, graph_len[LEVELS]);
+    for (int i = LEVELS; i >= 1; i--) {
+        uint64_t attr = key_len_size(6, graph_len[i - 1]) + graph_len[i - 1];
+        uint64_t node = key_len_size(5, attr) + attr;
+        at += put_key_len(bytes + at, 1, node);
+        at += put_key_len(bytes + at, 5, attr);
+        at += put_key_len(bytes + at, 6, graph_len[i - 1]);
+    }
+    assert_int_equal(at, size);
+    assert_int_equal(kc_import_onnx_bytes(c->g, bytes, size, NULL, &c->d, NULL), 1);
+    assert_message(c, "nested more than");
+    free(bytes);
+    free(graph_len);
+}
+
 static void test_file_errors(void **state) {
     ctx *c = *state;
     assert_int_equal(kc_import_onnx_file(c->g, "/nonexistent/model.onnx", &c->d, NULL), 1);
@@ -1131,6 +1180,7 @@ int main(void) {
         TEST(test_external_data_without_path),
         TEST(test_random_garbage),
         TEST(test_truncated_model),
+        TEST(test_deeply_nested_subgraphs),
         TEST(test_file_errors),
         TEST(test_resnet18),
     };

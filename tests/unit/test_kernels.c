@@ -274,6 +274,7 @@ static const conv_case conv_table[] = {
     {1, 2, 2, 1, 3, 3, 5, 5, 1, 1, 1, 1, 4, 4, 4, 4, 1, 0},       /* padding wider than x */
     {1, 2, 3, 1, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0},       /* stride 3, dilation 2 */
     {2, 4, 8, 4, 8, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1},       /* 4 groups, dilated */
+    {1, 5, 19, 1, 12, 12, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1},   /* stride 2, 19 channels */
 };
 
 static conv_case random_conv_case(void) {
@@ -285,7 +286,7 @@ static conv_case random_conv_case(void) {
     } else {
         c.group = kind == 1 ? 2 : 1;
         c.c_in = c.group * PICK(1, 3, 7, 17);
-        c.c_out = c.group * PICK(1, 2, 5);
+        c.c_out = c.group * PICK(1, 2, 5, 9, 17); /* partial and full channel blocks */
     }
     c.k_h = PICK(1, 3, 5, 7);
     c.k_w = rng_next() % 4 ? c.k_h : PICK(1, 3, 5, 7);

@@ -1,0 +1,313 @@
+/* The back half of the compiler: lowering (calls and diagnostics), scheduling (tiles cover
+ * each call exactly once, equal phases), planning (no two live buffers overlap) and emission
+ * (the file loads and computes what a naive loop computes, on any stream count). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kann.h"
+#include "kann_kernels.h"
+#include "lower.h"
+#include "pass_graph.h"
+#include "passes.h"
+
+static float frand(unsigned *s) {
+    *s = *s * 1103515245u + 12345u;
+    return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* x[1,3,6,6] -> Conv(4,3,3,3,pad 1) -> Relu -> Conv(4,4,1,1) + residual(relu out) -> Relu
+ *   -> GlobalAveragePool -> Flatten -> Gemm(5, transB) = y[1,5] */
+typedef struct net {
+    kc_graph *g;
+    float w1[4 * 3 * 3 * 3], b1[4], w2[4 * 4], fw[5 * 4], fb[5];
+} net;
+
+static void build_net(net *n, unsigned seed) {
+    kc_graph *g = kc_graph_new();
+    n->g = g;
+    for (size_t i = 0; i < sizeof n->w1 / 4; i++) n->w1[i] = frand(&seed) * 0.5f;
+    for (size_t i = 0; i < 4; i++) n->b1[i] = frand(&seed);
+    for (size_t i = 0; i < 16; i++) n->w2[i] = frand(&seed);
+    for (size_t i = 0; i < 20; i++) n->fw[i] = frand(&seed);
+    for (size_t i = 0; i < 5; i++) n->fb[i] = frand(&seed);
+    g->opsets = kc_alloc(g, sizeof(kc_opset));
+    g->opsets[0] = (kc_opset){"", 13};
+    g->n_opsets = 1;
+    int x = pg_input(g, pg_value(g, "x", 4, 1, 3, 6, 6));
+    int w1 = pg_const(g, "w1", 4, (int64_t[]){4, 3, 3, 3}, n->w1);
+    int b1 = pg_const(g, "b1", 1, (int64_t[]){4}, n->b1);
+    int w2 = pg_const(g, "w2", 4, (int64_t[]){4, 4, 1, 1}, n->w2);
+    int fw = pg_const(g, "fw", 2, (int64_t[]){5, 4}, n->fw);
+    int fb = pg_const(g, "fb", 1, (int64_t[]){5}, n->fb);
+    int c1 = kc_add_value(g, "c1"), r1 = kc_add_value(g, "r1"), c2 = kc_add_value(g, "c2");
+    int s = kc_add_value(g, "s"), r2 = kc_add_value(g, "r2"), p = kc_add_value(g, "p");
+    int f = kc_add_value(g, "f"), y = kc_add_value(g, "y");
+    int conv1 = pg_node(g, KC_OP_Conv, 13, 3, (int[]){x, w1, b1}, 1, (int[]){c1});
+    kc_attr *pads = kc_node_add_attr(g, conv1, "pads", KC_ATTR_INTS);
+    pads->n = 4;
+    pads->ints = kc_alloc(g, 4 * sizeof(int64_t));
+    for (int i = 0; i < 4; i++) pads->ints[i] = 1;
+    pg_node(g, KC_OP_Relu, 13, 1, (int[]){c1}, 1, (int[]){r1});
+    pg_node(g, KC_OP_Conv, 13, 2, (int[]){r1, w2}, 1, (int[]){c2});
+    pg_node(g, KC_OP_Add, 13, 2, (int[]){c2, r1}, 1, (int[]){s});
+    pg_node(g, KC_OP_Relu, 13, 1, (int[]){s}, 1, (int[]){r2});
+    pg_node(g, KC_OP_GlobalAveragePool, 13, 1, (int[]){r2}, 1, (int[]){p});
+    pg_node(g, KC_OP_Flatten, 13, 1, (int[]){p}, 1, (int[]){f});
+    int gemm = pg_node(g, KC_OP_Gemm, 13, 3, (int[]){f, fw, fb}, 1, (int[]){y});
+    kc_node_add_attr(g, gemm, "transB", KC_ATTR_INT)->i = 1;
+    pg_output(g, y);
+}
+
+static void naive_net(const net *n, const float *x, float *y) {
+    float c1[4][6][6], c2[4][6][6], pooled[4];
+    for (int m = 0; m < 4; m++)
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 6; j++) {
+                double acc = n->b1[m];
+                for (int c = 0; c < 3; c++)
+                    for (int kh = 0; kh < 3; kh++)
+                        for (int kw = 0; kw < 3; kw++) {
+                            int ih = i + kh - 1, iw = j + kw - 1;
+                            if (ih < 0 || ih >= 6 || iw < 0 || iw >= 6) continue;
+                            acc += n->w1[((m * 3 + c) * 3 + kh) * 3 + kw] * x[(c * 6 + ih) * 6 + iw];
+                        }
+                c1[m][i][j] = acc > 0 ? (float)acc : 0;
+            }
+    for (int m = 0; m < 4; m++) {
+        double sum = 0;
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 6; j++) {
+                double acc = c1[m][i][j];
+                for (int c = 0; c < 4; c++) acc += n->w2[m * 4 + c] * c1[c][i][j];
+                c2[m][i][j] = acc > 0 ? (float)acc : 0;
+                sum += c2[m][i][j];
+            }
+        pooled[m] = (float)(sum / 36);
+    }
+    for (int o = 0; o < 5; o++) {
+        double acc = n->fb[o];
+        for (int c = 0; c < 4; c++) acc += n->fw[o * 4 + c] * pooled[c];
+        y[o] = (float)acc;
+    }
+}
+
+/* Runs the middle of the pipeline; returns the number of errors. */
+static int middle(kc_graph *g, kc_diag *d, kc_stats *st) {
+    return kc_pass_shapes_constants(g, NULL, 0, d, st) + kc_pass_simplify(g, d, st) +
+           kc_pass_fold_bn(g, d, st) + kc_pass_fuse(g, d, st);
+}
+
+static void test_compile_load_run_any_stream_count(void **state) {
+    (void)state;
+    float x[3 * 6 * 6], want[5], first[5];
+    unsigned seed = 7;
+    for (int i = 0; i < 3 * 36; i++) x[i] = frand(&seed);
+    for (int P = 1; P <= 4; P++) {
+        net n;
+        build_net(&n, 99);
+        if (P == 1) naive_net(&n, x, want);
+        kc_diag d;
+        kc_diag_init(&d, "net", stderr);
+        kc_stats st = {0};
+        kc_program prog = {0};
+        kc_schedule sched = {0};
+        kc_plan plan = {0};
+        assert_int_equal(middle(n.g, &d, &st), 0);
+        assert_int_equal(st.residuals_fused, 1);
+        assert_int_equal(st.activations_fused, 2);
+        assert_int_equal(kc_lower(n.g, &prog, &d), 0);
+        assert_int_equal(prog.n_calls, 4); /* conv, conv+add+relu, pool, gemm */
+        assert_int_equal(kc_schedule_program(n.g, &prog, P, &sched, &d), 0);
+        assert_int_equal(kc_plan_memory(n.g, &prog, &plan, &d), 0);
+        char path[] = "/tmp/kann_backend_XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(kc_emit_model(n.g, &prog, &sched, &plan, path, NULL, &d), 0);
+
+        FILE *fp = fopen(path, "rb");
+        assert_non_null(fp);
+        fseek(fp, 0, SEEK_END);
+        long size = ftell(fp);
+        fseek(fp, 0, SEEK_SET);
+        void *bytes = aligned_alloc(64, ((size_t)size + 63) & ~(size_t)63);
+        assert_int_equal(fread(bytes, 1, (size_t)size, fp), (size_t)size);
+        fclose(fp);
+        unlink(path);
+        kann_model m;
+        kann_error err;
+        assert_int_equal(kann_model_open(&m, bytes, (size_t)size, &err), KANN_OK);
+        assert_int_equal(kann_model_n_streams(&m), P);
+        size_t need = kann_model_arena_size(&m);
+        void *arena = aligned_alloc(64, (need + 63) & ~(size_t)63);
+        kann_session s;
+        assert_int_equal(kann_session_init(&s, &m, arena, need, &err), KANN_OK);
+        kann_tensor in, out;
+        assert_int_equal(kann_session_input(&s, 0, &in), KANN_OK);
+        assert_string_equal(in.name, "x");
+        assert_int_equal(in.size, sizeof x);
+        memcpy(in.data, x, sizeof x);
+        assert_int_equal(kann_session_run(&s, &err), KANN_OK);
+        assert_int_equal(kann_session_output(&s, 0, &out), KANN_OK);
+        assert_int_equal(out.rank, 2);
+        assert_int_equal(out.dims[1], 5);
+        const float *y = out.data;
+        for (int i = 0; i < 5; i++) {
+            assert_true(fabsf(y[i] - want[i]) <= 1e-4f * (1 + fabsf(want[i])));
+            if (P == 1) first[i] = y[i];
+            /* Tiles only split work: every stream count computes the same bits. */
+            else assert_true(memcmp(&y[i], &first[i], sizeof(float)) == 0);
+        }
+        free(arena);
+        free(bytes);
+        kc_schedule_free(&sched);
+        kc_program_free(&prog);
+        kc_graph_free(n.g);
+    }
+}
+
+/* Every call's tiles, over all streams, cover its extent on one axis exactly once; streams have
+ * equal phase counts and end with a barrier. */
+static void test_schedule_tiles_partition_each_call(void **state) {
+    (void)state;
+    net n;
+    build_net(&n, 3);
+    kc_diag d;
+    kc_diag_init(&d, "net", stderr);
+    kc_stats st = {0};
+    kc_program prog = {0};
+    assert_int_equal(middle(n.g, &d, &st), 0);
+    assert_int_equal(kc_lower(n.g, &prog, &d), 0);
+    for (int P = 1; P <= 7; P++) {
+        kc_schedule s = {0};
+        assert_int_equal(kc_schedule_program(n.g, &prog, P, &s, &d), 0);
+        for (int ci = 0; ci < prog.n_calls; ci++) {
+            uint32_t covered = 0;
+            int axis = -1;
+            for (int st_i = 0; st_i < P; st_i++)
+                for (int r = 0; r < s.counts[st_i]; r++) {
+                    const kc_tile_record *t = &s.streams[st_i][r];
+                    if (t->call != ci) continue;
+                    if (axis < 0) axis = (int)t->axis;
+                    assert_int_equal(t->axis, (uint32_t)axis);
+                    assert_true(t->begin <= t->end);
+                    assert_true(t->end <= prog.calls[ci].extents[axis]);
+                    covered += t->end - t->begin;
+                }
+            assert_true(axis >= 0);
+            assert_int_equal(covered, prog.calls[ci].extents[axis]);
+        }
+        for (int st_i = 0; st_i < P; st_i++) {
+            int barriers = 0;
+            for (int r = 0; r < s.counts[st_i]; r++) barriers += s.streams[st_i][r].call < 0;
+            assert_int_equal(barriers, s.n_phases);
+            assert_true(s.streams[st_i][s.counts[st_i] - 1].call < 0);
+        }
+        kc_schedule_free(&s);
+    }
+    kc_program_free(&prog);
+    kc_graph_free(n.g);
+}
+
+/* A long chain with fan-out: buffers whose lifetimes intersect never share bytes, offsets are
+ * 64-aligned, and reuse keeps the arena well below the sum of all buffers. */
+static void test_plan_never_overlaps_live_buffers(void **state) {
+    (void)state;
+    kc_graph *g = kc_graph_new();
+    g->opsets = kc_alloc(g, sizeof(kc_opset));
+    g->opsets[0] = (kc_opset){"", 13};
+    g->n_opsets = 1;
+    int prev = pg_input(g, pg_value(g, "x", 2, 8, 100));
+    int older = prev;
+    unsigned seed = 5;
+    for (int i = 0; i < 40; i++) {
+        int y = pg_value(g, kc_sprintf(g, "v%d", i), 2, 8, 100);
+        if (frand(&seed) > 0) pg_node(g, KC_OP_Add, 13, 2, (int[]){prev, older}, 1, (int[]){y});
+        else pg_node(g, KC_OP_Mul, 13, 2, (int[]){prev, prev}, 1, (int[]){y});
+        if (i % 3 == 0) older = prev;
+        prev = y;
+    }
+    pg_output(g, prev);
+    kc_diag d;
+    kc_diag_init(&d, "chain", stderr);
+    kc_program prog = {0};
+    kc_plan plan = {0};
+    assert_int_equal(kc_lower(g, &prog, &d), 0);
+    assert_int_equal(kc_plan_memory(g, &prog, &plan, &d), 0);
+    int first[64], last[64];
+    for (int v = 0; v < g->n_values; v++) {
+        first[v] = INT32_MAX;
+        last[v] = -1;
+    }
+    for (int c = 0; c < prog.n_calls; c++)
+        for (int f = 0; f < prog.calls[c].n_fixups; f++) {
+            int v = prog.calls[c].fixups[f].value;
+            if (c < first[v]) first[v] = c;
+            if (c > last[v]) last[v] = c;
+        }
+    first[g->inputs[0]] = -1;
+    last[g->outputs[0]] = prog.n_calls;
+    uint64_t total = 0;
+    for (int a = 0; a < g->n_values; a++) {
+        if (first[a] == INT32_MAX) continue;
+        assert_true(g->values[a].offset >= 0);
+        assert_int_equal(g->values[a].offset % 64, 0);
+        assert_true((uint64_t)g->values[a].offset + 3200 <= plan.arena_size);
+        total += 3200;
+        for (int b = a + 1; b < g->n_values; b++) {
+            if (first[b] == INT32_MAX || last[a] < first[b] || last[b] < first[a]) continue;
+            int64_t oa = g->values[a].offset, ob = g->values[b].offset;
+            assert_true(oa + 3200 <= ob || ob + 3200 <= oa);
+        }
+    }
+    assert_true(plan.arena_size * 4 < total);
+    kc_program_free(&prog);
+    kc_graph_free(g);
+}
+
+/* Lowering reports every node it cannot run, each by name, in one run. */
+static void test_lower_reports_every_problem(void **state) {
+    (void)state;
+    kc_graph *g = kc_graph_new();
+    int x = pg_input(g, pg_value(g, "x", 4, 1, 2, 4, 4));
+    int w = pg_input(g, pg_value(g, "w_runtime", 4, 2, 2, 1, 1));
+    int y1 = pg_value(g, "y1", 4, 1, 2, 4, 4);
+    int x3 = pg_input(g, pg_value(g, "x3", 5, 1, 2, 4, 4, 4));
+    float wdata[2 * 2 * 1 * 1 * 1] = {1, 2, 3, 4};
+    int w3 = pg_const(g, "w3", 5, (int64_t[]){2, 2, 1, 1, 1}, wdata);
+    int y2 = pg_value(g, "y2", 5, 1, 2, 4, 4, 4);
+    pg_node(g, KC_OP_Conv, 13, 2, (int[]){x, w}, 1, (int[]){y1});
+    pg_node(g, KC_OP_Conv, 13, 2, (int[]){x3, w3}, 1, (int[]){y2});
+    pg_output(g, y1);
+    pg_output(g, y2);
+    char buf[4096] = {0};
+    FILE *mem = fmemopen(buf, sizeof buf - 1, "w");
+    kc_diag d;
+    kc_diag_init(&d, "bad", mem);
+    kc_program prog = {0};
+    assert_int_equal(kc_lower(g, &prog, &d), 2);
+    fclose(mem);
+    assert_non_null(strstr(buf, "w_runtime"));
+    assert_non_null(strstr(buf, "must be a constant"));
+    assert_non_null(strstr(buf, "3D convolution"));
+    kc_program_free(&prog);
+    kc_graph_free(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compile_load_run_any_stream_count),
+        cmocka_unit_test(test_schedule_tiles_partition_each_call),
+        cmocka_unit_test(test_plan_never_overlaps_live_buffers),
+        cmocka_unit_test(test_lower_reports_every_problem),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
