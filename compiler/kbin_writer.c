@@ -80,6 +80,7 @@ static int buf_append(kbin_buf *b, const void *data, size_t n) {
 
 static int buf_align(kbin_buf *b, size_t align) {
     size_t pad = (align - b->len % align) % align;
+    if (pad == 0) return 0;
     if (buf_reserve(b, pad) != 0) return -1;
     memset(b->data + b->len, 0, pad);
     b->len += pad;

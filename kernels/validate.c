@@ -21,8 +21,7 @@ kann_status kann_msg_set(kann_error *err, kann_status s, const char *text) {
 }
 
 void kann_msg_append(kann_error *err, const char *text) {
-    if (!err || !text)
-        return;
+    if (!err || !text) return;
     size_t n = message_length(err);
     if (n >= sizeof err->message) { /* not terminated: repair rather than run off the end */
         err->message[sizeof err->message - 1] = '\0';
@@ -55,8 +54,7 @@ kann_status kann_check_ref(const kann_bounds *b, kann_ref r, uint64_t n_bytes, i
         return KANN_E_CORRUPT;
     }
     if (r.space == KANN_SPACE_NONE) {
-        if (optional)
-            return KANN_OK;
+        if (optional) return KANN_OK;
         kann_msg_set(err, KANN_E_CORRUPT, what);
         kann_msg_append(err, ": required argument is absent (space none)");
         return KANN_E_CORRUPT;
@@ -128,13 +126,11 @@ kann_status kann_check_act(const kann_act *a, kann_error *err) {
 uint64_t kann_strided_bytes(uint32_t rank, const uint32_t *dims, const uint32_t *strides,
                             int *overflow) {
     int ignored;
-    if (!overflow)
-        overflow = &ignored;
+    if (!overflow) overflow = &ignored;
     *overflow = 0;
     uint64_t max_index = 0;
     for (uint32_t d = 0; d < rank; d++) {
-        if (dims[d] == 0)
-            return 0; /* no element: nothing is touched */
+        if (dims[d] == 0) return 0; /* no element: nothing is touched */
         /* (2^32 - 1)^2 fits in uint64; only the sum can overflow. */
         uint64_t reach = (uint64_t)(dims[d] - 1) * strides[d];
         if (!kann_add_u64(&max_index, reach)) {

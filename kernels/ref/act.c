@@ -7,8 +7,7 @@
 void kann_f32_act_ref(const void *args, const kann_exec *ex) {
     const kann_act_args *a = args;
     size_t begin = a->tile.begin, n = (size_t)a->tile.end - begin;
-    if (n == 0)
-        return;
+    if (n == 0) return;
     const float *x = kann_cref(ex, a->x) + begin;
     float *y = kann_mref(ex, a->y) + begin;
     if (x != y) {

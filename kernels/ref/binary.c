@@ -7,23 +7,23 @@
 #include "ref/nd.h"
 
 /* One row: a and b at their strides; the common cases get loops without strides. */
-#define BINARY_ROW(OP)                                                                           \
-    do {                                                                                         \
-        if (a_stride == 1 && b_stride == 1) {                                                    \
-            for (size_t i = 0; i < n; i++)                                                       \
-                y[i] = a[i] OP b[i];                                                             \
-        } else if (a_stride == 1 && b_stride == 0) {                                             \
-            float bv = b[0];                                                                     \
-            for (size_t i = 0; i < n; i++)                                                       \
-                y[i] = a[i] OP bv;                                                               \
-        } else if (a_stride == 0 && b_stride == 1) {                                             \
-            float av = a[0];                                                                     \
-            for (size_t i = 0; i < n; i++)                                                       \
-                y[i] = av OP b[i];                                                               \
-        } else {                                                                                 \
-            for (size_t i = 0; i < n; i++)                                                       \
-                y[i] = a[i * a_stride] OP b[i * b_stride];                                       \
-        }                                                                                        \
+#define BINARY_ROW(OP)                                                                             \
+    do {                                                                                           \
+        if (a_stride == 1 && b_stride == 1) {                                                      \
+            for (size_t i = 0; i < n; i++)                                                         \
+                y[i] = a[i] OP b[i];                                                               \
+        } else if (a_stride == 1 && b_stride == 0) {                                               \
+            float bv = b[0];                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                y[i] = a[i] OP bv;                                                                 \
+        } else if (a_stride == 0 && b_stride == 1) {                                               \
+            float av = a[0];                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                y[i] = av OP b[i];                                                                 \
+        } else {                                                                                   \
+            for (size_t i = 0; i < n; i++)                                                         \
+                y[i] = a[i * a_stride] OP b[i * b_stride];                                         \
+        }                                                                                          \
     } while (0)
 
 static void binary_row(kann_binary_op op, const float *a, size_t a_stride, const float *b,
@@ -49,8 +49,7 @@ static void binary_row(kann_binary_op op, const float *a, size_t a_stride, const
 void kann_f32_binary_ref(const void *args, const kann_exec *ex) {
     const kann_binary_args *p = args;
     size_t begin = p->tile.begin, end = p->tile.end;
-    if (begin >= end)
-        return;
+    if (begin >= end) return;
     const float *a = kann_cref(ex, p->a);
     const float *b = kann_cref(ex, p->b);
     float *y = kann_mref(ex, p->y);
@@ -61,14 +60,12 @@ void kann_f32_binary_ref(const void *args, const kann_exec *ex) {
     size_t a_stride = nd.strides[0][nd.rank - 1], b_stride = nd.strides[1][nd.rank - 1];
     for (size_t pos = begin;;) {
         size_t n = kann_nd_row_left(&nd);
-        if (n > end - pos)
-            n = end - pos;
-        binary_row((kann_binary_op)p->op, a + nd.offsets[0], a_stride, b + nd.offsets[1],
-                   b_stride, y + pos, n);
+        if (n > end - pos) n = end - pos;
+        binary_row((kann_binary_op)p->op, a + nd.offsets[0], a_stride, b + nd.offsets[1], b_stride,
+                   y + pos, n);
         kann_act_apply_row(&p->act, y + pos, n);
         pos += n;
-        if (pos == end)
-            break;
+        if (pos == end) break;
         kann_nd_next_row(&nd);
     }
 }
@@ -93,10 +90,10 @@ kann_status kann_binary_validate(const void *args, const kann_bounds *b, kann_er
     if ((s = kann_check_tile(&a->tile, 1, &count, err)) != KANN_OK ||
         (s = kann_check_act(&a->act, err)) != KANN_OK)
         return s;
-    if ((s = kann_check_strided(b, a->a, a->rank, a->dims, a->a_strides, 0, 0, "binary a",
-                                err)) != KANN_OK ||
-        (s = kann_check_strided(b, a->b, a->rank, a->dims, a->b_strides, 0, 0, "binary b",
-                                err)) != KANN_OK ||
+    if ((s = kann_check_strided(b, a->a, a->rank, a->dims, a->a_strides, 0, 0, "binary a", err)) !=
+            KANN_OK ||
+        (s = kann_check_strided(b, a->b, a->rank, a->dims, a->b_strides, 0, 0, "binary b", err)) !=
+            KANN_OK ||
         (s = kann_check_dense(b, a->y, a->dims, a->rank, 1, 0, "binary y", err)) != KANN_OK)
         return s;
     return KANN_OK;

@@ -7,8 +7,7 @@
 
 void kann_f32_channel_affine_ref(const void *args, const kann_exec *ex) {
     const kann_channel_affine_args *a = args;
-    if (a->tile.begin >= a->tile.end)
-        return;
+    if (a->tile.begin >= a->tile.end) return;
     const float *x = kann_cref(ex, a->x);
     const float *scale = kann_cref(ex, a->scale);
     const float *shift = kann_cref(ex, a->shift);
@@ -22,17 +21,14 @@ void kann_f32_channel_affine_ref(const void *args, const kann_exec *ex) {
         for (size_t i = 0; i < inner; i++)
             yp[i] = xp[i] * s + t;
         kann_act_apply_row(&a->act, yp, inner);
-        if (++channel == a->channels)
-            channel = 0;
+        if (++channel == a->channels) channel = 0;
     }
 }
 
-kann_status kann_channel_affine_validate(const void *args, const kann_bounds *b,
-                                         kann_error *err) {
+kann_status kann_channel_affine_validate(const void *args, const kann_bounds *b, kann_error *err) {
     const kann_channel_affine_args *a = args;
     kann_status s;
-    if (a->channels == 0)
-        return kann_msg_set(err, KANN_E_CORRUPT, "channel_affine: zero channels");
+    if (a->channels == 0) return kann_msg_set(err, KANN_E_CORRUPT, "channel_affine: zero channels");
     uint32_t x_dims[2] = {a->planes, a->inner};
     if ((s = kann_check_tile(&a->tile, 1, &a->planes, err)) != KANN_OK ||
         (s = kann_check_act(&a->act, err)) != KANN_OK ||

@@ -10,16 +10,14 @@
 
 /* *acc = *acc * v; returns 0 (and leaves *acc unspecified) on overflow. */
 static inline int kann_mul_u64(uint64_t *acc, uint64_t v) {
-    if (v != 0 && *acc > UINT64_MAX / v)
-        return 0;
+    if (v != 0 && *acc > UINT64_MAX / v) return 0;
     *acc *= v;
     return 1;
 }
 
 /* *acc = *acc + v; returns 0 on overflow. */
 static inline int kann_add_u64(uint64_t *acc, uint64_t v) {
-    if (*acc > UINT64_MAX - v)
-        return 0;
+    if (*acc > UINT64_MAX - v) return 0;
     *acc += v;
     return 1;
 }
@@ -84,8 +82,7 @@ static inline kann_status kann_check_strided(const kann_bounds *b, kann_ref r, u
 static inline int kann_count_fits_u32(const uint32_t *dims, unsigned n_dims, uint32_t *count) {
     uint64_t total = 1;
     for (unsigned d = 0; d < n_dims; d++)
-        if (!kann_mul_u64(&total, dims[d]) || total > UINT32_MAX)
-            return 0;
+        if (!kann_mul_u64(&total, dims[d]) || total > UINT32_MAX) return 0;
     *count = (uint32_t)total;
     return 1;
 }

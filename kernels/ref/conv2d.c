@@ -13,8 +13,8 @@
 /* 1x1, stride 1, no padding, same spatial size: the output plane is a GEMM over contiguous
  * pixels, so whole tiles of rows are one long run instead of many short rows. */
 static int is_pointwise(const kann_conv2d_args *a) {
-    return a->k_h == 1 && a->k_w == 1 && a->stride_h == 1 && a->stride_w == 1 &&
-           a->pad_top == 0 && a->pad_left == 0 && a->h_out == a->h_in && a->w_out == a->w_in;
+    return a->k_h == 1 && a->k_w == 1 && a->stride_h == 1 && a->stride_w == 1 && a->pad_top == 0 &&
+           a->pad_left == 0 && a->h_out == a->h_in && a->w_out == a->w_in;
 }
 
 /* y = act(acc + bias + residual) for one run of output pixels. */
@@ -32,7 +32,8 @@ static void store_epilogue(const kann_act *act, float *acc, size_t len, float bi
         y[j] = acc[j];
 }
 
-/* Output channels computed together: each input value loaded feeds CONV_BLOCK accumulators. */
+/* Output channels computed together: each input value loaded feeds CONV_BLOCK accumulators
+ * (acc is CONV_BLOCK x CONV_CHUNK floats, 1 KiB of stack). */
 #define CONV_BLOCK 8
 
 /* acc[q][first + j] += w[q] * x[j * stride] for q < n_acc, j < count. A full block gets loops
@@ -133,8 +134,7 @@ static void conv_direct(const kann_conv2d_args *a, const float *x, const float *
                     for (uint32_t kw = kw_reach.lo; kw < kw_reach.hi; kw++) {
                         int64_t iw0 = iw_chunk + (int64_t)kw * a->dil_w;
                         kann_range r = kann_window_range(iw0, a->stride_w, 0, a->w_in, len);
-                        if (r.lo == r.hi)
-                            continue;
+                        if (r.lo == r.hi) continue;
                         size_t iw_first = (size_t)(iw0 + (int64_t)r.lo * a->stride_w);
                         for (size_t c = 0; c < c_per_group; c++) {
                             const float *x_c = x_group + c * x_plane + iw_first;

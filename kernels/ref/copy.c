@@ -6,8 +6,7 @@
 
 void kann_f32_copy_ref(const void *args, const kann_exec *ex) {
     const kann_copy_args *a = args;
-    if (a->tile.begin >= a->tile.end || a->row_len == 0)
-        return;
+    if (a->tile.begin >= a->tile.end || a->row_len == 0) return;
     const float *x = kann_cref(ex, a->x);
     float *y = kann_mref(ex, a->y);
     size_t row_len = a->row_len;

@@ -6,8 +6,7 @@
 
 void kann_f32_global_avgpool_ref(const void *args, const kann_exec *ex) {
     const kann_global_avgpool_args *a = args;
-    if (a->tile.begin >= a->tile.end)
-        return;
+    if (a->tile.begin >= a->tile.end) return;
     const float *x = kann_cref(ex, a->x);
     float *y = kann_mref(ex, a->y);
     size_t spatial = a->spatial;
@@ -28,8 +27,7 @@ void kann_f32_global_avgpool_ref(const void *args, const kann_exec *ex) {
     }
 }
 
-kann_status kann_global_avgpool_validate(const void *args, const kann_bounds *b,
-                                         kann_error *err) {
+kann_status kann_global_avgpool_validate(const void *args, const kann_bounds *b, kann_error *err) {
     const kann_global_avgpool_args *a = args;
     kann_status s;
     if (a->spatial == 0)

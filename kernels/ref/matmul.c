@@ -18,7 +18,8 @@ static float dot(const float *a, size_t a_stride, const float *b, size_t b_strid
     }
     for (; i < k; i++)
         sums[0] += a[i * a_stride] * b[i * b_stride];
-    return ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]));
+    return ((sums[0] + sums[1]) + (sums[2] + sums[3])) +
+           ((sums[4] + sums[5]) + (sums[6] + sums[7]));
 }
 
 void kann_f32_matmul_ref(const void *args, const kann_exec *ex) {
@@ -104,10 +105,8 @@ kann_status kann_matmul_validate(const void *args, const kann_bounds *b, kann_er
     uint32_t bias_dims[2] = {a->m, a->n};
     uint32_t bias_strides[2] = {a->bias_row_stride, a->bias_col_stride};
     uint32_t y_dims[3] = {a->batch, a->m, a->n};
-    if ((s = kann_check_strided(b, a->a, 3, a_dims, a_strides, 0, 0, "matmul a", err)) !=
-            KANN_OK ||
-        (s = kann_check_strided(b, a->b, 3, b_dims, b_strides, 0, 0, "matmul b", err)) !=
-            KANN_OK ||
+    if ((s = kann_check_strided(b, a->a, 3, a_dims, a_strides, 0, 0, "matmul a", err)) != KANN_OK ||
+        (s = kann_check_strided(b, a->b, 3, b_dims, b_strides, 0, 0, "matmul b", err)) != KANN_OK ||
         (s = kann_check_strided(b, a->bias, 2, bias_dims, bias_strides, 0, 1, "matmul bias",
                                 err)) != KANN_OK ||
         (s = kann_check_dense(b, a->residual, y_dims, 3, 0, 1, "matmul residual", err)) !=

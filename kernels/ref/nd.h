@@ -29,8 +29,7 @@ static inline void kann_nd_init(kann_nd *v, uint32_t rank, const uint32_t *dims,
     v->rank = 0;
     v->n_operands = n_operands;
     for (uint32_t d = 0; d < rank; d++) {
-        if (dims[d] == 1)
-            continue;
+        if (dims[d] == 1) continue;
         uint32_t r = v->rank;
         int mergeable = r > 0;
         for (uint32_t o = 0; o < n_operands && mergeable; o++)
@@ -82,8 +81,7 @@ static inline void kann_nd_next_row(kann_nd *v) {
     uint32_t d = v->rank - 1;
     v->index[d] = 0;
     while (d-- > 0) {
-        if (++v->index[d] < v->dims[d])
-            break;
+        if (++v->index[d] < v->dims[d]) break;
         v->index[d] = 0;
     }
     kann_nd_update_offsets(v);

@@ -77,8 +77,7 @@ static void softmax_columns(const float *x, float *y, size_t axis_len, size_t in
 void kann_f32_softmax_ref(const void *args, const kann_exec *ex) {
     const kann_softmax_args *a = args;
     size_t axis_len = a->axis_len, inner = a->inner;
-    if (a->tile.begin >= a->tile.end || axis_len == 0 || inner == 0)
-        return;
+    if (a->tile.begin >= a->tile.end || axis_len == 0 || inner == 0) return;
     const float *x = kann_cref(ex, a->x);
     float *y = kann_mref(ex, a->y);
     int log_softmax = a->log != 0;

@@ -8,8 +8,7 @@
 void kann_f32_transpose_ref(const void *args, const kann_exec *ex) {
     const kann_transpose_args *a = args;
     size_t begin = a->tile.begin, end = a->tile.end;
-    if (begin >= end)
-        return;
+    if (begin >= end) return;
     const float *x = kann_cref(ex, a->x);
     float *y = kann_mref(ex, a->y);
     const uint32_t *strides[1] = {a->x_strides};
@@ -19,8 +18,7 @@ void kann_f32_transpose_ref(const void *args, const kann_exec *ex) {
     size_t x_stride = nd.strides[0][nd.rank - 1];
     for (size_t pos = begin;;) {
         size_t n = kann_nd_row_left(&nd);
-        if (n > end - pos)
-            n = end - pos;
+        if (n > end - pos) n = end - pos;
         const float *xr = x + nd.offsets[0];
         float *yr = y + pos;
         if (x_stride == 1) {
@@ -31,8 +29,7 @@ void kann_f32_transpose_ref(const void *args, const kann_exec *ex) {
                 yr[i] = xr[i * x_stride];
         }
         pos += n;
-        if (pos == end)
-            break;
+        if (pos == end) break;
         kann_nd_next_row(&nd);
     }
 }
@@ -49,8 +46,7 @@ kann_status kann_transpose_validate(const void *args, const kann_bounds *b, kann
     uint32_t count;
     if (!kann_count_fits_u32(a->dims, a->rank, &count))
         return kann_msg_set(err, KANN_E_CORRUPT, "transpose: more than 2^32-1 output elements");
-    if ((s = kann_check_tile(&a->tile, 1, &count, err)) != KANN_OK)
-        return s;
+    if ((s = kann_check_tile(&a->tile, 1, &count, err)) != KANN_OK) return s;
     if ((s = kann_check_strided(b, a->x, a->rank, a->dims, a->x_strides, 0, 0, "transpose x",
                                 err)) != KANN_OK ||
         (s = kann_check_dense(b, a->y, a->dims, a->rank, 1, 0, "transpose y", err)) != KANN_OK)

@@ -16,19 +16,15 @@ static inline int64_t kann_floor_div(int64_t a, int64_t d) {
 /* The i in [0, n) with lower <= base + i * step < upper (step > 0). With i an output index
  * and step the stride it gives the outputs a tap reaches; with i a tap index and step the
  * dilation it gives the taps of one output that land inside the input. */
-static inline kann_range kann_window_range(int64_t base, int64_t step, int64_t lower,
-                                           int64_t upper, uint32_t n) {
+static inline kann_range kann_window_range(int64_t base, int64_t step, int64_t lower, int64_t upper,
+                                           uint32_t n) {
     kann_range r = {0, 0};
-    if (upper <= lower || n == 0)
-        return r;
+    if (upper <= lower || n == 0) return r;
     int64_t lo = -kann_floor_div(base - lower, step); /* ceil((lower - base) / step) */
     int64_t hi = kann_floor_div(upper - 1 - base, step) + 1;
-    if (lo < 0)
-        lo = 0;
-    if (hi > (int64_t)n)
-        hi = (int64_t)n;
-    if (hi <= lo)
-        return r;
+    if (lo < 0) lo = 0;
+    if (hi > (int64_t)n) hi = (int64_t)n;
+    if (hi <= lo) return r;
     r.lo = (uint32_t)lo;
     r.hi = (uint32_t)hi;
     return r;

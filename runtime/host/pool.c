@@ -122,6 +122,28 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* Pins thread to the index-th CPU (modulo their count) of those this process may use.
+ * Pinning is a placement hint: failing to pin is not an error. */
+static void pin_thread(pthread_t thread, uint32_t index) {
+#ifdef __linux__
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    int n = CPU_COUNT(&allowed);
+    if (n <= 0) return;
+    int want = (int)(index % (uint32_t)n);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed) || want-- > 0) continue;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        pthread_setaffinity_np(thread, sizeof one, &one);
+        return;
+    }
+#else
+    (void)thread;
+    (void)index;
+#endif
+}
+
 kann_host_pool *kann_host_pool_new(uint32_t n_threads, unsigned flags, kann_error *err) {
     if (n_threads < 1) {
         kann_host_fail(err, KANN_E_ARGUMENT, "thread pool: at least one thread is needed");
@@ -160,17 +182,7 @@ kann_host_pool *kann_host_pool_new(uint32_t n_threads, unsigned flags, kann_erro
                            strerror(rc));
             return NULL;
         }
-#ifdef __linux__
-        if (flags & KANN_HOST_POOL_PIN) {
-            /* Pinning is a placement hint: a CPU outside our affinity mask is not an error. */
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(i % (n_cpus > 0 ? n_cpus : 1), &set);
-            pthread_setaffinity_np(p->threads[i - 1], sizeof set, &set);
-        }
-#else
-        (void)flags;
-#endif
+        if (flags & KANN_HOST_POOL_PIN) pin_thread(p->threads[i - 1], i);
     }
     return p;
 }

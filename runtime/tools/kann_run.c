@@ -23,6 +23,7 @@ static const char usage_text[] =
     "  -o FILE            write the first output as .npy\n"
     "  --output-dir DIR   write every output as DIR/<output name>.npy\n"
     "  --threads T        worker threads (default: online CPUs, at most the model's streams)\n"
+    "  --pin              pin worker threads to CPUs\n"
     "  --bench N          run N timed times after warm-up runs; print min/median/p90 ms\n"
     "  --warmup W         warm-up runs before --bench (default 5)\n"
     "  --json             print a machine-readable summary on stdout\n"
@@ -54,7 +55,7 @@ typedef struct options {
     long threads; /* 0: default */
     long bench;   /* 0: one run */
     long warmup;
-    int json, info;
+    int json, info, pin;
 } options;
 
 static int parse_count(const char *flag, const char *text, long min, long *out) {
@@ -97,6 +98,8 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--warmup")) {
             if (!has_value) return usage_error("--warmup needs a count");
             if (parse_count(a, argv[++i], 0, &o->warmup)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--pin")) {
+            o->pin = 1;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
         } else if (!strcmp(a, "--info")) {
@@ -183,8 +186,8 @@ static size_t top_k(const kann_tensor *t, size_t k, size_t *index, double *value
 
 static void print_info(const char *path, const kann_model *m) {
     printf("model %s\n", path);
-    const char *keys[] = {"producer",      "compiler_version", "source",
-                          "source_sha256", "target",           "options"};
+    const char *keys[] = {"producer",        "compiler_version", "source", "source_fnv1a64",
+                          "source_producer", "target",           "options"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *v = kann_model_meta(m, keys[i]);
         if (v) printf("  %s: %s\n", keys[i], v);
@@ -509,7 +512,7 @@ int main(int argc, char **argv) {
         error("%s: %s", o.model, err.message);
         goto done;
     }
-    pool = kann_host_pool_new(threads, 0, &err);
+    pool = kann_host_pool_new(threads, o.pin ? KANN_HOST_POOL_PIN : 0, &err);
     if (!pool) {
         error("%s", err.message);
         goto done;

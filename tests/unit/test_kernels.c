@@ -60,8 +60,7 @@ static int mem_setup(void **state) {
     (void)state;
     for (int s = KANN_SPACE_ARENA; s < KANN_SPACE_COUNT; s++) {
         mem[s] = malloc(MEM_CAP * sizeof(float));
-        if (!mem[s])
-            return -1;
+        if (!mem[s]) return -1;
     }
     exec_ctx.arena = (uint8_t *)mem[KANN_SPACE_ARENA];
     exec_ctx.consts = (const uint8_t *)mem[KANN_SPACE_CONST];
@@ -128,14 +127,12 @@ static void check_only_y_written(const float *y, size_t n) {
     size_t y_begin = (size_t)(y - arena), y_end = y_begin + n;
     size_t total = mem_used[KANN_SPACE_ARENA];
     for (size_t i = 0; i < total; i++) {
-        if (i >= y_begin && i < y_end)
-            continue;
+        if (i >= y_begin && i < y_end) continue;
         if (memcmp(&arena[i], &arena_snapshot[i], sizeof(float)) != 0)
             fail_msg("arena float %zu outside the output was written", i);
     }
     for (size_t i = total; i < total + MEM_GAP && i < MEM_CAP; i++)
-        if (arena[i] != SENTINEL)
-            fail_msg("arena float %zu past the bounds was written", i);
+        if (arena[i] != SENTINEL) fail_msg("arena float %zu past the bounds was written", i);
 }
 
 /* Runs kernel id on args over [0, extent) of a tile axis, as 1 to 5 complementary tiles (some
@@ -167,8 +164,7 @@ static void run_tiled(kann_kernel_id id, const void *args, uint32_t axis, uint32
         t->end = cuts[tile + 1];
         kann_error err = {0};
         kann_status s = info->validate(buf, &bounds, &err);
-        if (s != KANN_OK)
-            fail_msg("%s: valid arguments rejected: %s", info->name, err.message);
+        if (s != KANN_OK) fail_msg("%s: valid arguments rejected: %s", info->name, err.message);
         info->ref(buf, &exec_ctx);
     }
 }
@@ -187,8 +183,8 @@ static void run_and_check(kann_kernel_id id, const void *args, const uint32_t *e
             double diff = fabs((double)y[i] - expected[i]);
             double tol = 1e-5 * (1.0 + fabs(expected[i]));
             if (!(diff <= tol) && !(isnan(expected[i]) && isnan(y[i])))
-                fail_msg("%s case %d, tile axis %u: y[%zu] = %.9g, expected %.9g", what,
-                         case_index, axis, i, (double)y[i], expected[i]);
+                fail_msg("%s case %d, tile axis %u: y[%zu] = %.9g, expected %.9g", what, case_index,
+                         axis, i, (double)y[i], expected[i]);
         }
     }
 }
@@ -241,8 +237,7 @@ static void test_act_apply(void **state) {
     static const float xs[] = {-7.5f, -3.0f, -1.0f, -0.25f, 0.0f, 0.3f, 1.0f, 2.9f, 3.0f, 8.0f};
     for (uint32_t kind = 0; kind < KANN_ACT_COUNT; kind++) {
         kann_act a = {kind, -0.5f, 0.75f, 0};
-        if (kind == KANN_ACT_HARD_SIGMOID)
-            a = (kann_act){kind, 0.2f, 0.5f, 0};
+        if (kind == KANN_ACT_HARD_SIGMOID) a = (kann_act){kind, 0.2f, 0.5f, 0};
         for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
             double expected = ref_act(&a, xs[i]);
             float got = kann_act_apply(&a, xs[i]);
@@ -261,20 +256,20 @@ typedef struct conv_case {
 
 static const conv_case conv_table[] = {
     /* n  cin cout g  h   w   kh kw sh sw dh dw pt pl pb pr bias res */
-    {1, 3, 8, 1, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},       /* same 3x3 */
-    {1, 16, 24, 1, 7, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},     /* pointwise */
-    {2, 17, 7, 1, 11, 13, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1},    /* pointwise, batch 2 */
-    {1, 8, 8, 8, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},     /* depthwise */
-    {1, 6, 6, 6, 15, 15, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1},     /* depthwise, stride 2 */
-    {1, 3, 4, 1, 23, 23, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 0},     /* resnet stem */
-    {1, 4, 6, 2, 9, 11, 3, 5, 1, 2, 2, 1, 2, 0, 1, 3, 1, 1},      /* groups, asymmetric */
-    {1, 3, 2, 1, 150, 140, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* rows longer than a chunk */
-    {1, 2, 3, 1, 5, 200, 1, 5, 1, 3, 1, 2, 0, 4, 0, 4, 0, 0},     /* long strided rows */
-    {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},       /* one pixel */
-    {1, 2, 2, 1, 3, 3, 5, 5, 1, 1, 1, 1, 4, 4, 4, 4, 1, 0},       /* padding wider than x */
-    {1, 2, 3, 1, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0},       /* stride 3, dilation 2 */
-    {2, 4, 8, 4, 8, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1},       /* 4 groups, dilated */
-    {1, 5, 19, 1, 12, 12, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1},   /* stride 2, 19 channels */
+    {1, 3, 8, 1, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},     /* same 3x3 */
+    {1, 16, 24, 1, 7, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},   /* pointwise */
+    {2, 17, 7, 1, 11, 13, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1},  /* pointwise, batch 2 */
+    {1, 8, 8, 8, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},   /* depthwise */
+    {1, 6, 6, 6, 15, 15, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1},   /* depthwise, stride 2 */
+    {1, 3, 4, 1, 23, 23, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 0},   /* resnet stem */
+    {1, 4, 6, 2, 9, 11, 3, 5, 1, 2, 2, 1, 2, 0, 1, 3, 1, 1},    /* groups, asymmetric */
+    {1, 3, 2, 1, 150, 140, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* rows longer than a chunk */
+    {1, 2, 3, 1, 5, 200, 1, 5, 1, 3, 1, 2, 0, 4, 0, 4, 0, 0},   /* long strided rows */
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},     /* one pixel */
+    {1, 2, 2, 1, 3, 3, 5, 5, 1, 1, 1, 1, 4, 4, 4, 4, 1, 0},     /* padding wider than x */
+    {1, 2, 3, 1, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0},     /* stride 3, dilation 2 */
+    {2, 4, 8, 4, 8, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1},     /* 4 groups, dilated */
+    {1, 5, 19, 1, 12, 12, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1},  /* stride 2, 19 channels */
 };
 
 static conv_case random_conv_case(void) {
@@ -313,11 +308,11 @@ static uint32_t conv_out_len(uint32_t in, uint32_t pad_a, uint32_t pad_b, uint32
 
 /* Returns 0 when the case has no output (a random case that does not fit). */
 static int run_conv_case(const conv_case *c, int case_index) {
-    uint32_t h_out = conv_out_len(c->h_in, c->pad_top, c->pad_bottom, c->k_h, c->dil_h, c->stride_h);
+    uint32_t h_out =
+        conv_out_len(c->h_in, c->pad_top, c->pad_bottom, c->k_h, c->dil_h, c->stride_h);
     uint32_t w_out =
         conv_out_len(c->w_in, c->pad_left, c->pad_right, c->k_w, c->dil_w, c->stride_w);
-    if (h_out == 0 || w_out == 0)
-        return 0;
+    if (h_out == 0 || w_out == 0) return 0;
     mem_reset();
     uint32_t c_per_group = c->c_in / c->group, m_per_group = c->c_out / c->group;
     size_t x_n = (size_t)c->n * c->c_in * c->h_in * c->w_in;
@@ -327,10 +322,8 @@ static int run_conv_case(const conv_case *c, int case_index) {
     kann_conv2d_args a = {0};
     a.x = mem_put_random(random_input_space(), x_n, -1, 1, &x);
     a.w = mem_put_random(random_input_space(), w_n, -1, 1, &w);
-    if (c->bias)
-        a.bias = mem_put_random(random_input_space(), c->c_out, -1, 1, &bias);
-    if (c->residual)
-        a.residual = mem_put_random(KANN_SPACE_ARENA, y_n, -1, 1, &res);
+    if (c->bias) a.bias = mem_put_random(random_input_space(), c->c_out, -1, 1, &bias);
+    if (c->residual) a.residual = mem_put_random(KANN_SPACE_ARENA, y_n, -1, 1, &res);
     a.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
     a.n = c->n, a.c_in = c->c_in, a.h_in = c->h_in, a.w_in = c->w_in;
     a.c_out = c->c_out, a.h_out = h_out, a.w_out = w_out, a.group = c->group;
@@ -349,20 +342,17 @@ static int run_conv_case(const conv_case *c, int case_index) {
                     for (uint32_t ci = 0; ci < c_per_group; ci++)
                         for (uint32_t kh = 0; kh < c->k_h; kh++)
                             for (uint32_t kw = 0; kw < c->k_w; kw++) {
-                                int64_t ih = (int64_t)oh * c->stride_h - c->pad_top +
-                                             (int64_t)kh * c->dil_h;
+                                int64_t ih =
+                                    (int64_t)oh * c->stride_h - c->pad_top + (int64_t)kh * c->dil_h;
                                 int64_t iw = (int64_t)ow * c->stride_w - c->pad_left +
                                              (int64_t)kw * c->dil_w;
-                                if (ih < 0 || ih >= c->h_in || iw < 0 || iw >= c->w_in)
-                                    continue;
-                                size_t xi = (((size_t)n * c->c_in + g * c_per_group + ci) *
-                                                 c->h_in +
-                                             ih) *
-                                                c->w_in +
-                                            iw;
-                                size_t wi = (((size_t)m * c_per_group + ci) * c->k_h + kh) *
-                                                c->k_w +
-                                            kw;
+                                if (ih < 0 || ih >= c->h_in || iw < 0 || iw >= c->w_in) continue;
+                                size_t xi =
+                                    (((size_t)n * c->c_in + g * c_per_group + ci) * c->h_in + ih) *
+                                        c->w_in +
+                                    iw;
+                                size_t wi =
+                                    (((size_t)m * c_per_group + ci) * c->k_h + kh) * c->k_w + kw;
                                 acc += (double)x[xi] * w[wi];
                             }
                     size_t yi = (((size_t)n * c->c_out + m) * h_out + oh) * w_out + ow;
@@ -396,22 +386,22 @@ static void test_conv2d_random(void **state) {
 
 typedef struct matmul_case {
     uint32_t batch, m, n, k;
-    int trans_a, trans_b; /* operand stored transposed (k-major for a, n-major for b) */
+    int trans_a, trans_b;         /* operand stored transposed (k-major for a, n-major for b) */
     int a_broadcast, b_broadcast; /* batch stride 0 */
-    uint32_t pad; /* extra elements per stored row: non-dense strides */
+    uint32_t pad;                 /* extra elements per stored row: non-dense strides */
     int bias; /* 0 none, 1 full [m][n], 2 row vector, 3 column vector, 4 scalar */
     int residual;
 } matmul_case;
 
 static const matmul_case matmul_table[] = {
     /* batch m  n    k   ta tb ab bb pad bias res */
-    {1, 1, 1000, 512, 0, 1, 0, 0, 0, 2, 0},  /* fully connected, weights [n][k] */
-    {1, 1, 10, 512, 0, 0, 0, 0, 0, 2, 0},    /* fully connected, weights [k][n] */
-    {1, 7, 130, 9, 0, 0, 0, 0, 0, 1, 1},     /* columns span three chunks */
-    {3, 5, 6, 7, 1, 1, 0, 0, 2, 0, 1},       /* both transposed, padded rows */
-    {4, 3, 5, 2, 0, 0, 1, 0, 0, 3, 0},       /* a shared across the batch */
-    {2, 4, 4, 4, 0, 1, 0, 1, 1, 4, 1},       /* b shared, scalar bias */
-    {1, 3, 5, 0, 0, 0, 0, 0, 0, 1, 1},       /* empty reduction */
+    {1, 1, 1000, 512, 0, 1, 0, 0, 0, 2, 0}, /* fully connected, weights [n][k] */
+    {1, 1, 10, 512, 0, 0, 0, 0, 0, 2, 0},   /* fully connected, weights [k][n] */
+    {1, 7, 130, 9, 0, 0, 0, 0, 0, 1, 1},    /* columns span three chunks */
+    {3, 5, 6, 7, 1, 1, 0, 0, 2, 0, 1},      /* both transposed, padded rows */
+    {4, 3, 5, 2, 0, 0, 1, 0, 0, 3, 0},      /* a shared across the batch */
+    {2, 4, 4, 4, 0, 1, 0, 1, 1, 4, 1},      /* b shared, scalar bias */
+    {1, 3, 5, 0, 0, 0, 0, 0, 0, 1, 1},      /* empty reduction */
     {1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0},
 };
 
@@ -464,8 +454,7 @@ static void run_matmul_case(const matmul_case *c, int case_index) {
         a.bias_col_stride = cols == 1 ? 0 : strides[2];
     }
     size_t y_n = (size_t)c->batch * c->m * c->n;
-    if (c->residual)
-        a.residual = mem_put_random(KANN_SPACE_ARENA, y_n, -1, 1, &res);
+    if (c->residual) a.residual = mem_put_random(KANN_SPACE_ARENA, y_n, -1, 1, &res);
     a.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
     a.batch = c->batch, a.m = c->m, a.n = c->n, a.k = c->k;
     a.alpha = rng_float(-2, 2);
@@ -485,8 +474,7 @@ static void run_matmul_case(const matmul_case *c, int case_index) {
                 if (bias)
                     acc += (double)a.beta * bias[i * a.bias_row_stride + j * a.bias_col_stride];
                 size_t yi = (b * c->m + i) * c->n + j;
-                if (res)
-                    acc += res[yi];
+                if (res) acc += res[yi];
                 expected[yi] = ref_act(&a.act, acc);
             }
     uint32_t extents[2] = {c->m, c->n};
@@ -553,8 +541,7 @@ static void run_binary_case(int case_index, uint32_t rank, const uint32_t *dims,
     p.a = mem_put_random(random_input_space(), a_n, -2, 2, &a);
     p.b = mem_put_random(random_input_space(), b_n, 0.5f, 2, &b);
     for (size_t i = 0; i < b_n; i++) /* away from zero, for DIV */
-        if (rng_next() & 1)
-            b[i] = -b[i];
+        if (rng_next() & 1) b[i] = -b[i];
     p.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
     p.act = random_act();
     double *expected = malloc(y_n * sizeof(double));
@@ -702,9 +689,9 @@ static void test_channel_affine(void **state) {
 /* ---- pool2d, global_avgpool --------------------------------------------------------------- */
 
 static void run_pool_case(int case_index, uint32_t kind, uint32_t count_include_pad,
-                          uint32_t planes, uint32_t h_in, uint32_t w_in, uint32_t k_h,
-                          uint32_t k_w, uint32_t s_h, uint32_t s_w, uint32_t d_h, uint32_t d_w,
-                          uint32_t pt, uint32_t pl, uint32_t pb, uint32_t pr, uint32_t extra) {
+                          uint32_t planes, uint32_t h_in, uint32_t w_in, uint32_t k_h, uint32_t k_w,
+                          uint32_t s_h, uint32_t s_w, uint32_t d_h, uint32_t d_w, uint32_t pt,
+                          uint32_t pl, uint32_t pb, uint32_t pr, uint32_t extra) {
     kann_pool2d_args a = {0};
     a.kind = kind, a.count_include_pad = count_include_pad, a.planes = planes;
     a.h_in = h_in, a.w_in = w_in, a.k_h = k_h, a.k_w = k_w;
@@ -713,8 +700,7 @@ static void run_pool_case(int case_index, uint32_t kind, uint32_t count_include_
     /* extra: one more output than floor mode gives (ceil mode), windows past the padding */
     a.h_out = conv_out_len(h_in, pt, pb, k_h, d_h, s_h) + extra;
     a.w_out = conv_out_len(w_in, pl, pr, k_w, d_w, s_w) + extra;
-    if (a.h_out == extra || a.w_out == extra)
-        return;
+    if (a.h_out == extra || a.w_out == extra) return;
     a.act = random_act();
     mem_reset();
     size_t x_n = (size_t)planes * h_in * w_in, y_n = (size_t)planes * a.h_out * a.w_out;
@@ -731,11 +717,10 @@ static void run_pool_case(int case_index, uint32_t kind, uint32_t count_include_
                 for (int64_t kh = 0; kh < k_h; kh++)
                     for (int64_t kw = 0; kw < k_w; kw++) {
                         int64_t ih = oh * s_h - pt + kh * d_h, iw = ow * s_w - pl + kw * d_w;
-                        if (ih >= -(int64_t)pt && ih < (int64_t)(h_in + pb) &&
-                            iw >= -(int64_t)pl && iw < (int64_t)(w_in + pr))
+                        if (ih >= -(int64_t)pt && ih < (int64_t)(h_in + pb) && iw >= -(int64_t)pl &&
+                            iw < (int64_t)(w_in + pr))
                             padded++;
-                        if (ih < 0 || ih >= h_in || iw < 0 || iw >= w_in)
-                            continue;
+                        if (ih < 0 || ih >= h_in || iw < 0 || iw >= w_in) continue;
                         valid++;
                         double v = x[(p * h_in + ih) * w_in + iw];
                         acc = kind == KANN_POOL_MAX ? fmax(acc, v) : acc + v;
@@ -1005,13 +990,15 @@ typedef struct family_case {
     kann_kernel_id id;
     void (*build)(void *args);
     size_t refs[MAX_REFS]; /* offsets of its kann_refs; NO_FIELD ends the list */
-    size_t output; /* offset of the output ref */
-    size_t act; /* offset of its kann_act, or NO_FIELD */
+    size_t output;         /* offset of the output ref */
+    size_t act;            /* offset of its kann_act, or NO_FIELD */
     bad_case bad[8];
 } family_case;
 
-#define P(type, field, v) {offsetof(type, field), (uint32_t)(v)}
-#define END {NO_FIELD, 0}
+#define P(type, field, v)                                                                          \
+    { offsetof(type, field), (uint32_t)(v) }
+#define END                                                                                        \
+    { NO_FIELD, 0 }
 #define U32MAX 0xffffffffu
 
 static const family_case families[] = {
@@ -1076,8 +1063,7 @@ static const family_case families[] = {
     {KANN_KERNEL_F32_CHANNEL_AFFINE,
      build_channel_affine,
      {offsetof(kann_channel_affine_args, x), offsetof(kann_channel_affine_args, scale),
-      offsetof(kann_channel_affine_args, shift), offsetof(kann_channel_affine_args, y),
-      NO_FIELD},
+      offsetof(kann_channel_affine_args, shift), offsetof(kann_channel_affine_args, y), NO_FIELD},
      offsetof(kann_channel_affine_args, y),
      offsetof(kann_channel_affine_args, act),
      {{"channels 0", {P(kann_channel_affine_args, channels, 0), END}},
@@ -1095,9 +1081,9 @@ static const family_case families[] = {
       {"stride 0", {P(kann_pool2d_args, stride_h, 0), END}},
       {"dilation 0", {P(kann_pool2d_args, dil_w, 0), END}},
       {"output larger than y", {P(kann_pool2d_args, h_out, 4), END}},
-      {"coordinates too large", {P(kann_pool2d_args, pad_bottom, U32MAX),
-                                 P(kann_pool2d_args, k_h, U32MAX),
-                                 P(kann_pool2d_args, dil_h, U32MAX), END}},
+      {"coordinates too large",
+       {P(kann_pool2d_args, pad_bottom, U32MAX), P(kann_pool2d_args, k_h, U32MAX),
+        P(kann_pool2d_args, dil_h, U32MAX), END}},
       {NULL, {END}}}},
     {KANN_KERNEL_F32_GLOBAL_AVGPOOL,
      build_global_avgpool,
@@ -1157,8 +1143,7 @@ static void expect_rejected(const family_case *f, const void *args, const char *
     kann_error err;
     memset(&err, 0x55, sizeof err);
     kann_status s = info->validate(args, &bounds, &err);
-    if (s == KANN_OK)
-        fail_msg("%s: accepted bad arguments (%s)", info->name, what);
+    if (s == KANN_OK) fail_msg("%s: accepted bad arguments (%s)", info->name, what);
     assert_int_equal(err.status, s);
     assert_non_null(memchr(err.message, '\0', sizeof err.message));
     assert_true(err.message[0] != '\0');
@@ -1235,8 +1220,7 @@ static void test_validators(void **state) {
         /* the family's own rules */
         for (size_t bi = 0; bi < 8 && f->bad[bi].what; bi++) {
             memcpy(bad, good, info->args_size);
-            for (size_t pi = 0; pi < MAX_PATCHES && f->bad[bi].patches[pi].offset != NO_FIELD;
-                 pi++)
+            for (size_t pi = 0; pi < MAX_PATCHES && f->bad[bi].patches[pi].offset != NO_FIELD; pi++)
                 set_u32(bad, f->bad[bi].patches[pi].offset, f->bad[bi].patches[pi].value);
             expect_rejected(f, bad, f->bad[bi].what);
         }
@@ -1265,19 +1249,16 @@ static void test_validators_optional_refs(void **state) {
 static void test_strided_bytes(void **state) {
     (void)state;
     int overflow = -1;
-    assert_int_equal(kann_strided_bytes(2, (const uint32_t[]){3, 4}, (const uint32_t[]){4, 1},
-                                        &overflow),
-                     48);
+    assert_int_equal(
+        kann_strided_bytes(2, (const uint32_t[]){3, 4}, (const uint32_t[]){4, 1}, &overflow), 48);
     assert_int_equal(overflow, 0);
-    assert_int_equal(kann_strided_bytes(2, (const uint32_t[]){3, 4}, (const uint32_t[]){10, 1},
-                                        &overflow),
-                     (2 * 10 + 3 + 1) * 4);
-    assert_int_equal(kann_strided_bytes(2, (const uint32_t[]){3, 4}, (const uint32_t[]){0, 0},
-                                        &overflow),
-                     4);
-    assert_int_equal(kann_strided_bytes(2, (const uint32_t[]){0, 4}, (const uint32_t[]){1, 1},
-                                        &overflow),
-                     0);
+    assert_int_equal(
+        kann_strided_bytes(2, (const uint32_t[]){3, 4}, (const uint32_t[]){10, 1}, &overflow),
+        (2 * 10 + 3 + 1) * 4);
+    assert_int_equal(
+        kann_strided_bytes(2, (const uint32_t[]){3, 4}, (const uint32_t[]){0, 0}, &overflow), 4);
+    assert_int_equal(
+        kann_strided_bytes(2, (const uint32_t[]){0, 4}, (const uint32_t[]){1, 1}, &overflow), 0);
     assert_int_equal(overflow, 0);
     uint32_t big[6] = {U32MAX, U32MAX, U32MAX, U32MAX, U32MAX, U32MAX};
     assert_int_equal(kann_strided_bytes(6, big, big, &overflow), 0);
@@ -1317,13 +1298,13 @@ static void test_registry(void **state) {
 }
 
 /* Validated arguments never make a kernel leave its bounds: mutate one field of good arguments
- * (one to three at a time) and run whatever validates, on copies of the spaces allocated at their exact size
- * (so a sanitizer build catches any stray access). */
+ * (one to three at a time) and run whatever validates, on copies of the spaces allocated at their
+ * exact size (so a sanitizer build catches any stray access). */
 static void test_validated_mutations_run_safely(void **state) {
     (void)state;
     rng_seed(14);
-    static const uint32_t values[] = {0, 1, 2, 3, 4, 5, 7, 8, 16, 31, 64, 0x7fffffff, 0x80000000,
-                                      0xfffffffe, U32MAX};
+    static const uint32_t values[] = {0,  1,  2,  3,          4,          5,          7,     8,
+                                      16, 31, 64, 0x7fffffff, 0x80000000, 0xfffffffe, U32MAX};
     int accepted = 0;
     for (size_t fi = 0; fi < sizeof families / sizeof families[0]; fi++) {
         const family_case *f = &families[fi];

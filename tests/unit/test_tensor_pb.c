@@ -124,7 +124,7 @@ static void test_rejects(void **state) {
     size_t n;
     void *buf;
     int64_t dims[2] = {2, 3};
-    uint8_t raw[24] = {0};
+    uint8_t raw[48] = {0};
 
     Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
     tp.n_dims = 2;

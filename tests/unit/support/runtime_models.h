@@ -25,7 +25,7 @@ void *rt_model_conv(size_t *size);
 void *rt_model_parallel(size_t *size);
 void rt_parallel_reference(const float *x, float *y);
 
-/* A 64-byte-aligned malloc'd copy of n bytes (free() it). */
+/* A 64-byte-aligned malloc'd copy of n bytes, followed by at least 64 spare bytes (free() it). */
 void *rt_copy(const void *bytes, size_t n);
 
 /* The first section of this kind in a model.bin, or NULL. */

@@ -1,0 +1,122 @@
+/* Lowering of Gemm and MatMul onto the strided matmul kernel; constant B^T is packed to
+ * [K][N] so the inner loop is dense. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kann_kernels.h"
+#include "lower_internal.h"
+#include "shapes.h"
+
+int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
+    const kc_node *n = &g->nodes[id];
+    int A = kc_input(n, 0), B = kc_input(n, 1), C = kc_input(n, 2), y = n->outputs[0];
+    int errors = kc_need_f32(g, id, A, "A", d) + kc_need_f32(g, id, B, "B", d) +
+                 kc_need_f32(g, id, C, "C", d) + kc_need_f32(g, id, n->epi.residual, "residual", d);
+    if (errors) return errors;
+    const kc_value *av = kc_val(g, A), *bv = kc_val(g, B);
+    if (av->rank != 2 || bv->rank != 2) {
+        kc_error_node(d, g, id, "Gemm operands must be 2-D");
+        return 1;
+    }
+    int ta = (int)kc_attr_int(n, "transA", 0), tb = (int)kc_attr_int(n, "transB", 0);
+    uint32_t M = (uint32_t)(ta ? av->dims[1] : av->dims[0]);
+    uint32_t K = (uint32_t)(ta ? av->dims[0] : av->dims[1]);
+    uint32_t N = (uint32_t)(tb ? bv->dims[0] : bv->dims[1]);
+    /* A constant B^T is packed to [K][N] so the kernel's inner loop over columns is dense. */
+    if (tb && kc_is_const(g, B)) {
+        float *packed = malloc(sizeof(float) * (size_t)K * N);
+        if (!packed) abort();
+        const float *src = bv->data;
+        for (uint32_t k = 0; k < K; k++)
+            for (uint32_t j = 0; j < N; j++)
+                packed[(size_t)k * N + j] = src[(size_t)j * K + k];
+        int64_t dims[2] = {K, N};
+        B = kc_new_const_f32(g, kc_sprintf(g, "%s.packed", bv->name), 2, dims, packed);
+        free(packed);
+        tb = 0;
+    }
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_MATMUL, id);
+    kann_matmul_args *a = c->args;
+    a->batch = 1;
+    a->m = M;
+    a->n = N;
+    a->k = K;
+    a->a_row_stride = ta ? 1 : K;
+    a->a_col_stride = ta ? M : 1;
+    a->b_row_stride = tb ? 1 : N;
+    a->b_col_stride = tb ? K : 1;
+    a->alpha = kc_attr_float(n, "alpha", 1.0f);
+    a->beta = kc_attr_float(n, "beta", 1.0f);
+    if (C >= 0) {
+        const kc_value *cv = kc_val(g, C);
+        uint32_t st[2];
+        if (cv->rank > 2) {
+            kc_error_node(d, g, id, "C must have rank <= 2");
+            return 1;
+        }
+        kc_broadcast_strides(cv, 2, st);
+        a->bias_row_stride = st[0];
+        a->bias_col_stride = st[1];
+    }
+    a->act = kc_node_act(n);
+    kc_bind(c, offsetof(kann_matmul_args, a), A, 0, 0);
+    kc_bind(c, offsetof(kann_matmul_args, b), B, 0, 0);
+    kc_bind(c, offsetof(kann_matmul_args, bias), C, 0, 0);
+    kc_bind(c, offsetof(kann_matmul_args, residual), n->epi.residual, 0, 0);
+    kc_bind(c, offsetof(kann_matmul_args, y), y, 0, 1);
+    kc_set_tile(c, M, 1, N, 16);
+    c->macs = (double)M * N * K;
+    return 0;
+}
+
+int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
+    const kc_node *n = &g->nodes[id];
+    int A = kc_input(n, 0), B = kc_input(n, 1), y = n->outputs[0];
+    int errors = kc_need_f32(g, id, A, "A", d) + kc_need_f32(g, id, B, "B", d) +
+                 kc_need_f32(g, id, n->epi.residual, "residual", d);
+    if (errors) return errors;
+    const kc_value *av = kc_val(g, A), *bv = kc_val(g, B);
+    int ra = av->rank, rb = bv->rank;
+    if (ra < 1 || rb < 1) {
+        kc_error_node(d, g, id, "MatMul operands must have rank >= 1");
+        return 1;
+    }
+    uint32_t M = ra == 1 ? 1 : (uint32_t)av->dims[ra - 2];
+    uint32_t K = (uint32_t)av->dims[ra - 1];
+    uint32_t N = rb == 1 ? 1 : (uint32_t)bv->dims[rb - 1];
+    /* Batch dims: equal on both sides, or absent / all ones on one side (stride 0). */
+    int ba = ra > 2 ? ra - 2 : 0, bb = rb > 2 ? rb - 2 : 0;
+    int64_t batch_a = kc_prod(av->dims, 0, ba), batch_b = kc_prod(bv->dims, 0, bb);
+    int same = ba == bb && memcmp(av->dims, bv->dims, sizeof(int64_t) * (size_t)ba) == 0;
+    if (!same && batch_a != 1 && batch_b != 1) {
+        kc_error_node(d, g, id,
+                      "MatMul batch broadcasting between %lld and %lld batches is not "
+                      "supported",
+                      (long long)batch_a, (long long)batch_b);
+        return 1;
+    }
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_MATMUL, id);
+    kann_matmul_args *a = c->args;
+    a->batch = (uint32_t)(batch_a > batch_b ? batch_a : batch_b);
+    a->m = M;
+    a->n = N;
+    a->k = K;
+    a->a_batch_stride = batch_a == 1 ? 0 : M * K;
+    a->a_row_stride = K;
+    a->a_col_stride = 1;
+    a->b_batch_stride = batch_b == 1 ? 0 : K * N;
+    a->b_row_stride = N;
+    a->b_col_stride = 1;
+    a->alpha = 1.0f;
+    a->beta = 0.0f;
+    a->act = kc_node_act(n);
+    kc_bind(c, offsetof(kann_matmul_args, a), A, 0, 0);
+    kc_bind(c, offsetof(kann_matmul_args, b), B, 0, 0);
+    kc_bind(c, offsetof(kann_matmul_args, residual), n->epi.residual, 0, 0);
+    kc_bind(c, offsetof(kann_matmul_args, y), y, 0, 1);
+    kc_set_tile(c, M, 1, N, 16);
+    c->macs = (double)a->batch * M * N * K;
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* Shared by the lowering files: call construction and operand checks, and one entry point per
+ * op family (lower_<family>.c). Private to the compiler. */
+#ifndef KC_LOWER_INTERNAL_H
+#define KC_LOWER_INTERNAL_H
+
+#include "kann_kernels.h"
+#include "lower.h"
+
+static inline const kc_value *kc_val(const kc_graph *g, int v) {
+    return &g->values[v];
+}
+
+static inline int kc_input(const kc_node *n, int i) {
+    return i < n->n_inputs ? n->inputs[i] : -1;
+}
+
+kc_call *kc_new_call(kc_graph *g, kc_program *p, int kernel, int node);
+void kc_bind(kc_call *c, size_t field, int v, int64_t byte_offset, int write);
+void kc_set_tile(kc_call *c, uint32_t extent0, uint32_t granule0, uint32_t extent1,
+                 uint32_t granule1);
+kann_act kc_node_act(const kc_node *n);
+int kc_need_f32(kc_graph *g, int node, int v, const char *what, kc_diag *d);
+int kc_need_const(kc_graph *g, int node, int v, const char *what, kc_diag *d);
+int64_t kc_prod(const int64_t *dims, int from, int to);
+int kc_new_const_f32(kc_graph *g, const char *base, int rank, const int64_t *dims,
+                     const float *data);
+void kc_broadcast_strides(const kc_value *v, int r, uint32_t *strides);
+void kc_add_copy(kc_graph *g, kc_program *p, int node, int src, int64_t src_off, int dst,
+                 int64_t dst_off, uint32_t rows, uint32_t row_len, uint32_t src_stride,
+                 uint32_t dst_stride);
+int kc_const_scalar(kc_graph *g, int id, int i, float dflt, float *out, kc_diag *d);
+int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_binary(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_act(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_batchnorm(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_pool(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_global_avgpool(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_softmax(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_transpose(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_concat(kc_graph *g, kc_program *p, int id, kc_diag *d);
+
+#endif

@@ -1,0 +1,73 @@
+/* Lowering of MaxPool, AveragePool and GlobalAveragePool. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kann_kernels.h"
+#include "lower_internal.h"
+#include "shapes.h"
+
+int kc_lower_pool(kc_graph *g, kc_program *p, int id, kc_diag *d) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), y = n->outputs[0];
+    if (kc_need_f32(g, id, x, "input", d)) return 1;
+    if (n->n_outputs > 1 && n->outputs[1] >= 0 && kc_value_uses(g, n->outputs[1])) {
+        kc_error_node(d, g, id, "the Indices output of MaxPool is not supported");
+        return 1;
+    }
+    kc_window win;
+    if (kc_window_of(g, id, &win, d)) return 1;
+    if (win.n_spatial < 1 || win.n_spatial > 2) {
+        kc_error_node(d, g, id, "%dD pooling is not supported (1D and 2D are)", win.n_spatial);
+        return 1;
+    }
+    const kc_value *xv = kc_val(g, x);
+    int two = win.n_spatial == 2;
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_POOL2D, id);
+    kann_pool2d_args *a = c->args;
+    a->kind = n->op == KC_OP_MaxPool ? KANN_POOL_MAX : KANN_POOL_AVG;
+    a->count_include_pad = (uint32_t)kc_attr_int(n, "count_include_pad", 0);
+    a->planes = (uint32_t)(xv->dims[0] * xv->dims[1]);
+    a->h_in = two ? (uint32_t)win.in[0] : 1;
+    a->w_in = (uint32_t)win.in[two];
+    a->h_out = two ? (uint32_t)win.out[0] : 1;
+    a->w_out = (uint32_t)win.out[two];
+    a->k_h = two ? (uint32_t)win.kernel[0] : 1;
+    a->k_w = (uint32_t)win.kernel[two];
+    a->stride_h = two ? (uint32_t)win.stride[0] : 1;
+    a->stride_w = (uint32_t)win.stride[two];
+    a->dil_h = two ? (uint32_t)win.dilation[0] : 1;
+    a->dil_w = (uint32_t)win.dilation[two];
+    a->pad_top = two ? (uint32_t)win.pad_begin[0] : 0;
+    a->pad_left = (uint32_t)win.pad_begin[two];
+    a->pad_bottom = two ? (uint32_t)win.pad_end[0] : 0;
+    a->pad_right = (uint32_t)win.pad_end[two];
+    a->act = kc_node_act(n);
+    kc_bind(c, offsetof(kann_pool2d_args, x), x, 0, 0);
+    kc_bind(c, offsetof(kann_pool2d_args, y), y, 0, 1);
+    kc_set_tile(c, a->planes, 1, 0, 0);
+    c->macs = (double)a->planes * a->h_out * a->w_out * a->k_h * a->k_w;
+    return 0;
+}
+
+int kc_lower_global_avgpool(kc_graph *g, kc_program *p, int id, kc_diag *d) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), y = n->outputs[0];
+    if (kc_need_f32(g, id, x, "input", d)) return 1;
+    const kc_value *xv = kc_val(g, x);
+    if (xv->rank < 2) {
+        kc_error_node(d, g, id, "input must have rank >= 2");
+        return 1;
+    }
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_GLOBAL_AVGPOOL, id);
+    kann_global_avgpool_args *a = c->args;
+    a->planes = (uint32_t)(xv->dims[0] * xv->dims[1]);
+    a->spatial = (uint32_t)kc_prod(xv->dims, 2, xv->rank);
+    a->act = kc_node_act(n);
+    kc_bind(c, offsetof(kann_global_avgpool_args, x), x, 0, 0);
+    kc_bind(c, offsetof(kann_global_avgpool_args, y), y, 0, 1);
+    kc_set_tile(c, a->planes, 1, 0, 0);
+    c->macs = (double)a->planes * a->spatial;
+    return 0;
+}
