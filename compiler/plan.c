@@ -70,12 +70,13 @@ int kc_plan_memory(kc_graph *g, const kc_program *p, kc_plan *plan, kc_diag *d) 
             if (ci > last[r]) last[r] = ci;
         }
     }
-    /* Graph inputs are written before the run, outputs read after it. */
+    /* Graph inputs are written before the run and stay intact through it, so a session can
+     * run again on the same inputs; outputs are read after it. */
     for (int i = 0; i < g->n_inputs; i++) {
         int64_t off;
         int r = kc_value_root(g, g->inputs[i], &off);
         first[r] = -1;
-        if (last[r] < -1) last[r] = -1;
+        last[r] = end;
     }
     for (int i = 0; i < g->n_outputs; i++) {
         int64_t off;

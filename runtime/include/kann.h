@@ -128,7 +128,8 @@ kann_status kann_session_init(kann_session *s, const kann_model *m, void *arena,
 kann_status kann_session_input(const kann_session *s, uint32_t i, kann_tensor *t);
 kann_status kann_session_output(const kann_session *s, uint32_t i, kann_tensor *t);
 
-/* Runs all streams in this thread, phase by phase. */
+/* Runs all streams in this thread, phase by phase. Inputs are left intact (running again
+ * without rewriting them gives the same outputs); outputs are valid until the next run. */
 kann_status kann_session_run(kann_session *s, kann_error *err);
 
 /* For a host thread pool: the calling worker runs streams first, first + stride, ... and

@@ -157,6 +157,12 @@ static void test_compile_load_run_any_stream_count(void **state) {
         memcpy(in.data, x, sizeof x);
         assert_int_equal(kann_session_run(&s, &err), KANN_OK);
         assert_int_equal(kann_session_output(&s, 0, &out), KANN_OK);
+        /* Inputs survive a run: running again gives the same bits. */
+        float again[5];
+        memcpy(again, out.data, sizeof again);
+        assert_int_equal(kann_session_run(&s, &err), KANN_OK);
+        assert_memory_equal(again, out.data, sizeof again);
+        assert_memory_equal(in.data, x, sizeof x);
         assert_int_equal(out.rank, 2);
         assert_int_equal(out.dims[1], 5);
         const float *y = out.data;
@@ -253,7 +259,8 @@ static void test_plan_never_overlaps_live_buffers(void **state) {
             if (c < first[v]) first[v] = c;
             if (c > last[v]) last[v] = c;
         }
-    first[g->inputs[0]] = -1;
+    first[g->inputs[0]] = -1; /* inputs stay intact through the run */
+    last[g->inputs[0]] = prog.n_calls;
     last[g->outputs[0]] = prog.n_calls;
     uint64_t total = 0;
     for (int a = 0; a < g->n_values; a++) {
