@@ -6,7 +6,7 @@ set -euo pipefail
 
 KANN_DEB_PACKAGES=(cmake make gcc pkg-config libprotobuf-c-dev protobuf-c-compiler
                    libcmocka-dev ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
-                   python3 python3-pip python3-numpy)
+                   python3 python3-pip python3-numpy libonnx-testdata)
 
 kann_missing_debs() {
     local missing=()

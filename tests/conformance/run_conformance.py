@@ -83,6 +83,7 @@ def run_case(case_dir, work):
                        capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         return name, "unsupported", first_error(p.stderr + p.stdout)
+    graph_outputs = [o.name for o in onnx.load(model, load_external_data=False).graph.output]
     try:
         sets = sorted(glob.glob(os.path.join(case_dir, "test_data_set_*")))
         if not sets:
@@ -100,16 +101,18 @@ def run_case(case_dir, work):
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             if r.returncode != 0:
                 return name, "fail", f"kann-run failed ({r.returncode}): {first_error(r.stderr)}"
-            for o in outputs:
+            for k, o in enumerate(outputs):
                 t = load_pb(o)
                 ref = numpy_helper.to_array(t)
-                safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in t.name)
+                # Some suites leave the tensor unnamed: output_k is the model's k-th output.
+                oname = t.name or (graph_outputs[k] if k < len(graph_outputs) else "")
+                safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in oname)
                 path = os.path.join(out_dir, safe + ".npy")
                 if not os.path.exists(path):
-                    return name, "fail", f"output '{t.name}' not written"
+                    return name, "fail", f"output '{oname}' not written"
                 ok, why = close(np.load(path), ref)
                 if not ok:
-                    return name, "fail", f"{os.path.basename(ds)} output '{t.name}': {why}"
+                    return name, "fail", f"{os.path.basename(ds)} output '{oname}': {why}"
         return name, "pass", ""
     finally:
         if os.path.exists(out_bin):
