@@ -19,6 +19,10 @@ static int in_list(const char *list, const char *name) {
 
 int kc_check_supported(const kc_graph *g, kc_diag *d) {
     int errors = 0;
+    if (g->n_outputs == 0) {
+        kc_error(d, "the graph has no outputs: there is nothing to compute");
+        errors++;
+    }
     for (int i = 0; i < g->n_nodes; i++) {
         const kc_node *n = &g->nodes[i];
         if (n->dead) continue;
@@ -28,6 +32,12 @@ int kc_check_supported(const kc_graph *g, kc_diag *d) {
             continue;
         }
         const kc_op_info *op = &kc_ops[n->op];
+        /* ONNX marks an absent optional output with an empty name; no operator here may omit
+         * its first output. */
+        if (n->n_outputs < 1 || n->outputs[0] < 0) {
+            kc_error_node(d, g, i, "output 0 is absent (an empty name)");
+            errors++;
+        }
         if (n->opset < op->min_opset || n->opset > op->max_opset) {
             kc_error_node(d, g, i, "opset %d is outside the supported range %d..%d", n->opset,
                           op->min_opset, op->max_opset);

@@ -86,9 +86,9 @@ static void resolve_args(const kc_graph *g, const kc_call *c, const kc_tile_reco
     }
 }
 
-int kc_emit_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
-                  const kc_plan *plan, const char *out_path, const kc_emit_options *o,
-                  kc_diag *d) {
+int kc_build_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
+                   const kc_plan *plan, const kc_emit_options *o, void **out, size_t *out_size,
+                   kc_diag *d) {
     kbin_writer *w = kbin_writer_new();
     if (!w) abort();
     int errors = 0;
@@ -137,6 +137,21 @@ int kc_emit_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
             errors++;
         }
     }
+    if (errors) {
+        free(bin);
+        return errors;
+    }
+    *out = bin;
+    *out_size = n;
+    return 0;
+}
+
+int kc_emit_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
+                  const kc_plan *plan, const char *out_path, const kc_emit_options *o,
+                  kc_diag *d) {
+    void *bin = NULL;
+    size_t n = 0;
+    int errors = kc_build_model(g, p, s, plan, o, &bin, &n, d);
     if (!errors) {
         char msg[512];
         if (kbin_write_file_atomic(out_path, bin, n, msg, sizeof msg)) {

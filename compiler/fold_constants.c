@@ -476,6 +476,37 @@ static int eval_Transpose(const fold_ctx *c) {
     return 1;
 }
 
+/* Size reads only its input's shape, like Shape. */
+static int eval_Size(const fold_ctx *c) {
+    ((int64_t *)out_v(c, 0)->data)[0] = kc_value_numel(in_v(c, 0));
+    return 1;
+}
+
+static int eval_Range(const fold_ctx *c) {
+    const kc_value *start = in_v(c, 0), *delta = in_v(c, 2);
+    kc_value *y = out_v(c, 0);
+    int64_t n = kc_value_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        if (is_float(y->dtype))
+            put_f(y->data, y->dtype, i,
+                  get_f(start->data, start->dtype, 0) +
+                      (double)i * get_f(delta->data, delta->dtype, 0));
+        else
+            put_i(y->data, y->dtype, i,
+                  get_i(start->data, start->dtype, 0) + i * get_i(delta->data, delta->dtype, 0));
+    }
+    return 1;
+}
+
+static int eval_Expand(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0);
+    kc_value *y = out_v(c, 0);
+    int64_t st[KC_MAX_RANK];
+    broadcast_strides(y->rank, x->rank, x->dims, st);
+    strided_copy(y->data, x->data, kc_dtype_size(x->dtype), y->rank, y->dims, 0, st);
+    return 1;
+}
+
 typedef int (*eval_fn)(const fold_ctx *c);
 
 static eval_fn evaluator(int op) {
@@ -507,6 +538,12 @@ static eval_fn evaluator(int op) {
         return eval_Slice;
     case KC_OP_Transpose:
         return eval_Transpose;
+    case KC_OP_Size:
+        return eval_Size;
+    case KC_OP_Range:
+        return eval_Range;
+    case KC_OP_Expand:
+        return eval_Expand;
     /* Same bytes, new shape. */
     case KC_OP_Flatten:
     case KC_OP_Identity:
@@ -526,7 +563,7 @@ int kc_fold_node(kc_graph *g, int node, kc_diag *d) {
     fold_ctx c = {g, node, n, d};
     for (int i = 0; i < n->n_inputs; i++) {
         const kc_value *x = in_v(&c, i);
-        if (!x || (n->op == KC_OP_Shape && i == 0)) continue;
+        if (!x || ((n->op == KC_OP_Shape || n->op == KC_OP_Size) && i == 0)) continue;
         if (!(x->flags & KC_VALUE_CONST) || kc_value_numel(x) < 0) return 0;
         if (kc_value_numel(x) > 0 && !x->data) return 0;
     }

@@ -584,11 +584,22 @@ static void check_defined(importer *im) {
         const kc_node *node = &g->nodes[n];
         for (int j = 0; j < node->n_inputs; j++) {
             int v = node->inputs[j];
-            if (v < 0 || is_defined(&g->values[v]) || (reported && reported[v])) continue;
-            kc_error_value(im->d, g, v,
-                           "read by node '%s' (%s) but no node, graph input or "
-                           "initializer defines it",
-                           node->name[0] ? node->name : "<unnamed>", node->op_type);
+            if (v < 0 || (reported && reported[v])) continue;
+            const kc_value *val = &g->values[v];
+            /* ONNX lists nodes in topological order: a value read before (or by) the node that
+             * makes it is a cycle or a misordered graph. */
+            int later = !(val->flags & (KC_VALUE_CONST | KC_VALUE_INPUT)) && val->producer >= n;
+            if (is_defined(val) && !later) continue;
+            if (later)
+                kc_error_value(im->d, g, v,
+                               "read by node '%s' (%s) before the node that defines it (nodes "
+                               "must be in topological order)",
+                               node->name[0] ? node->name : "<unnamed>", node->op_type);
+            else
+                kc_error_value(im->d, g, v,
+                               "read by node '%s' (%s) but no node, graph input or "
+                               "initializer defines it",
+                               node->name[0] ? node->name : "<unnamed>", node->op_type);
             if (reported) reported[v] = 1;
         }
     }
@@ -703,6 +714,10 @@ int kc_import_onnx_bytes(kc_graph *g, const void *bytes, size_t size, const char
     }
     if (!m->graph) {
         kc_error(d, "%s%snot a valid ONNX model (it has no graph)", where, sep);
+        onnx__model_proto__free_unpacked(m, NULL);
+        return d->n_errors - errors_before;
+    }
+    if (kc_inline_functions(m, d) != 0) {
         onnx__model_proto__free_unpacked(m, NULL);
         return d->n_errors - errors_before;
     }

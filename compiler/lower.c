@@ -137,8 +137,9 @@ void kc_add_copy(kc_graph *g, kc_program *p, int node, int src, int64_t src_off,
 static int lower_node(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     kc_node *n = &g->nodes[id];
     switch (n->op) {
-    case KC_OP_Conv:
-        return kc_lower_conv(g, p, id, d);
+    case KC_OP_Conv: /* 3-D convolutions by the direct conv_nd kernel */
+        return kc_val(g, n->inputs[0])->rank == 5 ? kc_lower_conv_nd(g, p, id, d)
+                                                  : kc_lower_conv(g, p, id, d);
     case KC_OP_Gemm:
         return kc_lower_gemm(g, p, id, d);
     case KC_OP_MatMul:
@@ -147,24 +148,143 @@ static int lower_node(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     case KC_OP_Sub:
     case KC_OP_Mul:
     case KC_OP_Div:
-        return kc_lower_binary(g, p, id, d);
+    case KC_OP_Pow:
+    case KC_OP_Max:
+    case KC_OP_Min:
+    case KC_OP_Sum:
+    case KC_OP_Mean:
+    case KC_OP_Mod:
+    case KC_OP_PRelu:
+    case KC_OP_BitShift:
+    case KC_OP_Equal:
+    case KC_OP_Less:
+    case KC_OP_LessOrEqual:
+    case KC_OP_Greater:
+    case KC_OP_GreaterOrEqual:
+    case KC_OP_And:
+    case KC_OP_Or:
+    case KC_OP_Xor:
+        return kc_lower_elementwise_binary(g, p, id, d);
+    case KC_OP_Abs:
+    case KC_OP_Neg:
+    case KC_OP_Sign:
+    case KC_OP_Exp:
+    case KC_OP_Log:
+    case KC_OP_Sqrt:
+    case KC_OP_Reciprocal:
+    case KC_OP_Floor:
+    case KC_OP_Ceil:
+    case KC_OP_Round:
+    case KC_OP_Sin:
+    case KC_OP_Cos:
+    case KC_OP_Tan:
+    case KC_OP_Asin:
+    case KC_OP_Acos:
+    case KC_OP_Atan:
+    case KC_OP_Sinh:
+    case KC_OP_Cosh:
+    case KC_OP_Asinh:
+    case KC_OP_Acosh:
+    case KC_OP_Atanh:
+    case KC_OP_Erf:
+    case KC_OP_IsNaN:
+    case KC_OP_IsInf:
+    case KC_OP_Not:
+        return kc_lower_unary(g, p, id, d);
     case KC_OP_Relu:
     case KC_OP_Clip:
+    case KC_OP_Sigmoid:
+    case KC_OP_Tanh:
+    case KC_OP_LeakyRelu:
+    case KC_OP_HardSigmoid:
+    case KC_OP_HardSwish:
+    case KC_OP_Elu:
+    case KC_OP_Selu:
+    case KC_OP_Celu:
+    case KC_OP_Softplus:
+    case KC_OP_Softsign:
+    case KC_OP_ThresholdedRelu:
+    case KC_OP_Gelu:
+    case KC_OP_Mish:
         return kc_lower_act(g, p, id, d);
-    case KC_OP_BatchNormalization:
-        return kc_lower_batchnorm(g, p, id, d);
+    case KC_OP_Cast:
+    case KC_OP_CastLike:
+        return kc_lower_cast(g, p, id, d);
+    case KC_OP_Where:
+        return kc_lower_where(g, p, id, d);
+    case KC_OP_BatchNormalization: /* constant parameters: kc_lower_batchnorm */
+    case KC_OP_LayerNormalization:
+    case KC_OP_InstanceNormalization:
+    case KC_OP_GroupNormalization:
+        return kc_lower_norm(g, p, id, d);
+    case KC_OP_ReduceSum:
+    case KC_OP_ReduceMean:
+    case KC_OP_ReduceMax:
+    case KC_OP_ReduceMin:
+    case KC_OP_ReduceProd:
+    case KC_OP_ReduceL1:
+    case KC_OP_ReduceL2:
+    case KC_OP_ReduceLogSum:
+    case KC_OP_ReduceLogSumExp:
+    case KC_OP_ReduceSumSquare:
+    case KC_OP_ArgMax:
+    case KC_OP_ArgMin:
+        return kc_lower_reduce(g, p, id, d);
+    case KC_OP_Hardmax:
+        return kc_lower_hardmax(g, p, id, d);
+    case KC_OP_LRN:
+        return kc_lower_lrn(g, p, id, d);
+    case KC_OP_NegativeLogLikelihoodLoss:
+    case KC_OP_SoftmaxCrossEntropyLoss:
+        return kc_lower_loss(g, p, id, d);
     case KC_OP_MaxPool:
-    case KC_OP_AveragePool:
-        return kc_lower_pool(g, p, id, d);
+    case KC_OP_AveragePool: /* 3-D, or MaxPool's Indices: pool_nd */
+        return kc_pool_wants_nd(g, id) ? kc_lower_pool_nd(g, p, id, d) : kc_lower_pool(g, p, id, d);
     case KC_OP_GlobalAveragePool:
         return kc_lower_global_avgpool(g, p, id, d);
     case KC_OP_Softmax:
     case KC_OP_LogSoftmax:
         return kc_lower_softmax(g, p, id, d);
-    case KC_OP_Transpose:
-        return kc_lower_transpose(g, p, id, d);
+    case KC_OP_Transpose: /* float32 by the transpose kernel, other dtypes by strided copy */
+        return kc_val(g, n->outputs[0])->dtype == KC_DTYPE_FLOAT
+                   ? kc_lower_transpose(g, p, id, d)
+                   : kc_lower_transpose_any(g, p, id, d);
     case KC_OP_Concat:
-        return kc_lower_concat(g, p, id, d);
+        return kc_val(g, n->outputs[0])->dtype == KC_DTYPE_FLOAT ? kc_lower_concat(g, p, id, d)
+                                                                 : kc_lower_concat_any(g, p, id, d);
+    case KC_OP_Slice:
+        return kc_lower_slice(g, p, id, d);
+    case KC_OP_Split:
+        return kc_lower_split(g, p, id, d);
+    case KC_OP_Expand:
+        return kc_lower_expand(g, p, id, d);
+    case KC_OP_Tile:
+        return kc_lower_tile(g, p, id, d);
+    case KC_OP_DepthToSpace:
+    case KC_OP_SpaceToDepth:
+        return kc_lower_depth_space(g, p, id, d);
+    case KC_OP_Gather:
+        return kc_lower_gather(g, p, id, d);
+    case KC_OP_GatherElements:
+        return kc_lower_gather_elements(g, p, id, d);
+    case KC_OP_Pad:
+        return kc_lower_pad(g, p, id, d);
+    case KC_OP_Trilu:
+        return kc_lower_trilu(g, p, id, d);
+    case KC_OP_ConvTranspose:
+        return kc_lower_conv_transpose(g, p, id, d);
+    case KC_OP_GlobalMaxPool:
+        return kc_lower_global_maxpool(g, p, id, d);
+    case KC_OP_Resize:
+    case KC_OP_Upsample:
+        return kc_lower_resize(g, p, id, d);
+    case KC_OP_Scatter:
+    case KC_OP_ScatterElements:
+        return kc_lower_scatter_elements(g, p, id, d);
+    case KC_OP_ScatterND:
+        return kc_lower_scatter_nd(g, p, id, d);
+    case KC_OP_GatherND:
+        return kc_lower_gather_nd(g, p, id, d);
     default:
         kc_error_node(d, g, id,
                       "cannot run on a runtime tensor: only constant inputs are "
@@ -183,8 +303,9 @@ int kc_lower(kc_graph *g, kc_program *p, kc_diag *d) {
         int64_t off = 0;
         int root = kc_value_root(g, v, &off);
         if (!kc_is_const(g, root)) continue;
-        if (g->values[v].dtype != KC_DTYPE_FLOAT) {
-            kc_error_value(d, g, v, "a constant output must be float32, not %s",
+        size_t es = kc_dtype_size(g->values[v].dtype);
+        if (es != 1 && es != 2 && es != 4 && es != 8) {
+            kc_error_value(d, g, v, "a constant output cannot have type %s",
                            kc_dtype_name(g->values[v].dtype));
             errors++;
             continue;
@@ -201,7 +322,12 @@ int kc_lower(kc_graph *g, kc_program *p, kc_diag *d) {
         out->flags &= ~(unsigned)KC_VALUE_CONST;
         out->data = NULL;
         uint32_t count = (uint32_t)kc_value_numel(out);
-        kc_add_copy(g, p, -1, src, off, v, 0, 1, count, count, count);
+        if (out->dtype == KC_DTYPE_FLOAT) {
+            kc_add_copy(g, p, -1, src, off, v, 0, 1, count, count, count);
+        } else { /* other dtypes: a byte-exact strided copy */
+            int64_t dims[1] = {count}, one[1] = {1};
+            kc_emit_strided_copy(g, p, -1, src, off / (int64_t)es, v, 0, 1, dims, one, one);
+        }
     }
     return errors;
 }

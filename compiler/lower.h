@@ -82,6 +82,23 @@ typedef struct kc_emit_options {
 int kc_emit_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
                   const kc_plan *plan, const char *out_path, const kc_emit_options *o,
                   kc_diag *d);
+/* The model.bin bytes kc_emit_model writes, built in memory and accepted by the runtime's
+ * loader; *out is malloc'd (free() it). Shared by every emitter. */
+int kc_build_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
+                   const kc_plan *plan, const kc_emit_options *o, void **out, size_t *out_size,
+                   kc_diag *d);
+
+/* 9'. emit C (emit_c.c): the same model as C source for firmware (kann-c --emit c): OUT.c
+ * holds the records as static const data with kernel function pointers, the argument structs
+ * and the weights; OUT.h (next to it) the API (see docs/firmware.md). Both written
+ * atomically. */
+typedef struct kc_emit_c_options {
+    const char *prefix; /* C identifier prefixing every symbol; NULL: from out_path */
+    const char *weights_blob; /* write the weights to this file instead, linked by .incbin */
+} kc_emit_c_options;
+int kc_emit_c(const kc_graph *g, const kc_program *p, const kc_schedule *s, const kc_plan *plan,
+              const char *out_path, const kc_emit_options *o, const kc_emit_c_options *co,
+              kc_diag *d);
 
 void kc_program_free(kc_program *p);
 void kc_schedule_free(kc_schedule *s);

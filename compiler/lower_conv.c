@@ -1,4 +1,7 @@
-/* Lowering of Conv: a 1-D or 2-D convolution, any groups, with the fused epilogue. */
+/* Lowering of Conv: a 1-D or 2-D convolution, any groups, with the fused epilogue. One image
+ * with one group and constant weights runs as a GEMM over weights packed into 12-channel
+ * panels (conv2d_packed); a depthwise conv gets its own kernel (dwconv2d); anything else the
+ * direct conv2d. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -7,6 +10,78 @@
 #include "kann_kernels.h"
 #include "lower_internal.h"
 #include "shapes.h"
+
+/* W [c_out][K] (the ONNX layout, K = c_in * k_h * k_w) as panels of KANN_CONV_PANEL output
+ * channels: [panel][K][12], channels past c_out zero. */
+static int pack_weight_panels(kc_graph *g, int w, uint32_t c_out, size_t K) {
+    const kc_value *wv = kc_val(g, w);
+    size_t panels = (c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    float *packed = calloc(panels * K * KANN_CONV_PANEL, sizeof(float));
+    if (!packed) abort();
+    const float *src = wv->data;
+    for (size_t m = 0; m < c_out; m++)
+        for (size_t k = 0; k < K; k++)
+            packed[(m / KANN_CONV_PANEL) * K * KANN_CONV_PANEL + k * KANN_CONV_PANEL +
+                   m % KANN_CONV_PANEL] = src[m * K + k];
+    int64_t dims[3] = {(int64_t)panels, (int64_t)K, KANN_CONV_PANEL};
+    int v = kc_new_const_f32(g, kc_sprintf(g, "%s.panels12", wv->name), 3, dims, packed);
+    free(packed);
+    return v;
+}
+
+/* A float32 arena value the kernel of one call uses as scratch: live for that call only. */
+static int new_scratch(kc_graph *g, const char *base, int64_t floats) {
+    int v = kc_add_value(g, kc_unique_name(g, base));
+    kc_value *s = &g->values[v];
+    s->dtype = KC_DTYPE_FLOAT;
+    s->rank = 1;
+    s->dims[0] = floats;
+    return v;
+}
+
+static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
+    size_t K = (size_t)c2->c_in * c2->k_h * c2->k_w;
+    int panels = pack_weight_panels(g, w, c2->c_out, K);
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_PACKED, id);
+    kann_conv2d_packed_args *a = c->args;
+    a->c_in = c2->c_in;
+    a->h_in = c2->h_in;
+    a->w_in = c2->w_in;
+    a->c_out = c2->c_out;
+    a->h_out = c2->h_out;
+    a->w_out = c2->w_out;
+    a->k_h = c2->k_h;
+    a->k_w = c2->k_w;
+    a->stride_h = c2->stride_h;
+    a->stride_w = c2->stride_w;
+    a->dil_h = c2->dil_h;
+    a->dil_w = c2->dil_w;
+    a->pad_top = c2->pad_top;
+    a->pad_left = c2->pad_left;
+    a->act = c2->act;
+    uint32_t hw = a->h_out * a->w_out;
+    kc_bind(c, offsetof(kann_conv2d_packed_args, x), x, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_packed_args, w), panels, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_packed_args, bias), b, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_packed_args, residual), n->epi.residual, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_packed_args, y), y, 0, 1);
+    int pointwise = a->k_h == 1 && a->k_w == 1 && a->stride_h == 1 && a->stride_w == 1 &&
+                    a->pad_top == 0 && a->pad_left == 0 && a->h_in == a->h_out &&
+                    a->w_in == a->w_out;
+    if (pointwise) {
+        kc_set_tile(c, a->c_out, KANN_CONV_PANEL, hw, KANN_CONV_PIXEL_GRANULE);
+    } else {
+        /* The gathered B of a tile's pixels: tiles along pixels write disjoint parts of it,
+         * so the tile stays on that axis (one channel tile spans all the channels). */
+        int64_t g32 = KANN_CONV_PIXEL_GRANULE;
+        int scratch = new_scratch(g, "im2col", (int64_t)K * ((hw + g32 - 1) / g32 * g32));
+        kc_bind(c, offsetof(kann_conv2d_packed_args, scratch), scratch, 0, 1);
+        kc_set_tile(c, a->c_out, a->c_out, hw, KANN_CONV_PIXEL_GRANULE);
+    }
+    c->macs = (double)a->c_out * hw * (double)K;
+}
 
 int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     const kc_node *n = &g->nodes[id];
@@ -25,8 +100,8 @@ int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     }
     const kc_value *xv = kc_val(g, x), *yv = kc_val(g, y);
     int two = win.n_spatial == 2;
-    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D, id);
-    kann_conv2d_args *a = c->args;
+    kann_conv2d_args conv = {0};
+    kann_conv2d_args *a = &conv;
     a->n = (uint32_t)xv->dims[0];
     a->c_in = (uint32_t)xv->dims[1];
     a->h_in = two ? (uint32_t)win.in[0] : 1;
@@ -44,6 +119,14 @@ int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     a->pad_top = two ? (uint32_t)win.pad_begin[0] : 0;
     a->pad_left = (uint32_t)win.pad_begin[two];
     a->act = kc_node_act(n);
+    if (a->n == 1 && a->group == 1 && kc_is_const(g, w)) {
+        lower_packed(g, p, id, a);
+        return 0;
+    }
+    int depthwise = a->group > 1 && a->group == a->c_in && a->c_out == a->c_in;
+    kc_call *c =
+        kc_new_call(g, p, depthwise ? KANN_KERNEL_F32_DWCONV2D : KANN_KERNEL_F32_CONV2D, id);
+    *(kann_conv2d_args *)c->args = conv;
     kc_bind(c, offsetof(kann_conv2d_args, x), x, 0, 0);
     kc_bind(c, offsetof(kann_conv2d_args, w), w, 0, 0);
     kc_bind(c, offsetof(kann_conv2d_args, bias), b, 0, 0);

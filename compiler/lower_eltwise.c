@@ -1,83 +1,34 @@
-/* Lowering of elementwise ops: broadcasting Add/Sub/Mul/Div, standalone activations, and a
- * batch-norm that could not fold (a per-channel multiply-add with parameters computed here). */
+/* Lowering of standalone activations and of a batch-norm that could not fold (a per-channel
+ * multiply-add with parameters computed here); the other elementwise ops are in
+ * lower_elementwise.c. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "elementwise.h"
 #include "kann_kernels.h"
 #include "lower_internal.h"
 #include "shapes.h"
 
-int kc_lower_binary(kc_graph *g, kc_program *p, int id, kc_diag *d) {
-    const kc_node *n = &g->nodes[id];
-    int A = kc_input(n, 0), B = kc_input(n, 1), y = n->outputs[0];
-    int errors = kc_need_f32(g, id, A, "A", d) + kc_need_f32(g, id, B, "B", d);
-    if (errors) return errors;
-    const kc_value *yv = kc_val(g, y);
-    if (yv->rank > KANN_MAX_RANK) {
-        kc_error_node(d, g, id, "rank %d exceeds the limit of %d", yv->rank, KANN_MAX_RANK);
-        return 1;
-    }
-    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_BINARY, id);
-    kann_binary_args *a = c->args;
-    a->op = n->op == KC_OP_Add   ? KANN_BINARY_ADD
-            : n->op == KC_OP_Sub ? KANN_BINARY_SUB
-            : n->op == KC_OP_Mul ? KANN_BINARY_MUL
-                                 : KANN_BINARY_DIV;
-    int r = yv->rank ? yv->rank : 1;
-    int64_t dims[KC_MAX_RANK];
-    for (int i = 0; i < r; i++)
-        dims[i] = yv->rank ? yv->dims[i] : 1;
-    a->rank = (uint32_t)r;
-    for (int i = 0; i < r; i++)
-        a->dims[i] = (uint32_t)dims[i];
-    kc_broadcast_strides(kc_val(g, A), r, a->a_strides);
-    kc_broadcast_strides(kc_val(g, B), r, a->b_strides);
-    a->act = kc_node_act(n);
-    kc_bind(c, offsetof(kann_binary_args, a), A, 0, 0);
-    kc_bind(c, offsetof(kann_binary_args, b), B, 0, 0);
-    kc_bind(c, offsetof(kann_binary_args, y), y, 0, 1);
-    uint32_t count = (uint32_t)kc_value_numel(yv);
-    kc_set_tile(c, count, 64, 0, 0);
-    c->macs = count;
-    return 0;
-}
-
-/* Constant scalar input i of node n as a float, or dflt when omitted. */
-int kc_const_scalar(kc_graph *g, int id, int i, float dflt, float *out, kc_diag *d) {
-    const kc_node *n = &g->nodes[id];
-    int v = kc_input(n, i);
-    *out = dflt;
-    if (v < 0) return 0;
-    if (!kc_is_const(g, v) || kc_value_numel(kc_val(g, v)) != 1 ||
-        kc_val(g, v)->dtype != KC_DTYPE_FLOAT) {
-        kc_error_node(d, g, id, "input %d must be a constant float scalar", i);
-        return 1;
-    }
-    *out = *(const float *)kc_val(g, v)->data;
-    return 0;
-}
-
+/* A standalone activation. A node whose epilogue is set computes that epilogue instead of its
+ * own op: the fuse pass makes x * Sigmoid(x) such a Sigmoid node (SiLU). Clip with bounds
+ * computed at run time, or of integers, is a ternary kernel. */
 int kc_lower_act(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), y = n->outputs[0];
-    if (kc_need_f32(g, id, x, "input", d)) return 1;
-    kann_act act = {KANN_ACT_RELU, 0, 0, 0};
-    if (n->op == KC_OP_Clip) {
-        act.kind = KANN_ACT_CLIP;
-        if (n->opset < 11) {
-            act.alpha = kc_attr_float(n, "min", -FLT_MAX);
-            act.beta = kc_attr_float(n, "max", FLT_MAX);
-        } else if (kc_const_scalar(g, id, 1, -FLT_MAX, &act.alpha, d) +
-                   kc_const_scalar(g, id, 2, FLT_MAX, &act.beta, d)) {
-            return 1;
-        }
+    kc_epilogue epi = n->epi;
+    const char *why = NULL;
+    if (epi.act == KANN_ACT_NONE && !kc_activation_of(g, id, &epi, &why)) {
+        if (n->op == KC_OP_Clip) return kc_lower_clip(g, p, id, d);
+        kc_error_node(d, g, id, "cannot run: %s", why);
+        return 1;
     }
+    if (kc_need_f32(g, id, x, "input", d)) return 1;
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_ACT, id);
     kann_act_args *a = c->args;
     a->count = (uint32_t)kc_value_numel(kc_val(g, y));
-    a->act = act;
+    a->act = (kann_act){(uint32_t)epi.act, epi.alpha, epi.beta, 0};
     kc_bind(c, offsetof(kann_act_args, x), x, 0, 0);
     kc_bind(c, offsetof(kann_act_args, y), y, 0, 1);
     kc_set_tile(c, a->count, 64, 0, 0);

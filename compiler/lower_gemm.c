@@ -90,13 +90,7 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     int ba = ra > 2 ? ra - 2 : 0, bb = rb > 2 ? rb - 2 : 0;
     int64_t batch_a = kc_prod(av->dims, 0, ba), batch_b = kc_prod(bv->dims, 0, bb);
     int same = ba == bb && memcmp(av->dims, bv->dims, sizeof(int64_t) * (size_t)ba) == 0;
-    if (!same && batch_a != 1 && batch_b != 1) {
-        kc_error_node(d, g, id,
-                      "MatMul batch broadcasting between %lld and %lld batches is not "
-                      "supported",
-                      (long long)batch_a, (long long)batch_b);
-        return 1;
-    }
+    if (!same && batch_a != 1 && batch_b != 1) return kc_lower_matmul_broadcast(g, p, id, d);
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_MATMUL, id);
     kann_matmul_args *a = c->args;
     a->batch = (uint32_t)(batch_a > batch_b ? batch_a : batch_b);

@@ -28,11 +28,15 @@ void kc_broadcast_strides(const kc_value *v, int r, uint32_t *strides);
 void kc_add_copy(kc_graph *g, kc_program *p, int node, int src, int64_t src_off, int dst,
                  int64_t dst_off, uint32_t rows, uint32_t row_len, uint32_t src_stride,
                  uint32_t dst_stride);
-int kc_const_scalar(kc_graph *g, int id, int i, float dflt, float *out, kc_diag *d);
 int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d);
-int kc_lower_binary(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_matmul_broadcast(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_elementwise_binary(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_unary(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_cast(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_where(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_clip(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_act(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_batchnorm(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_pool(kc_graph *g, kc_program *p, int id, kc_diag *d);
@@ -40,5 +44,36 @@ int kc_lower_global_avgpool(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_softmax(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_transpose(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_concat(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_reduce(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_hardmax(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_norm(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_lrn(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_loss(kc_graph *g, kc_program *p, int id, kc_diag *d);
+/* Data movement and spatial ops (lower_data.c, lower_spatial.c). */
+int kc_need_movable(kc_graph *g, int node, int v, const char *what, kc_diag *d);
+/* Copies y[y_base + sum i*ys] = x[x_base + sum i*xs] over dims (elements of x's dtype). */
+void kc_emit_strided_copy(kc_graph *g, kc_program *p, int node, int x, int64_t x_base, int y,
+                          int64_t y_base, int rank, const int64_t *dims, const int64_t *xs,
+                          const int64_t *ys);
+int kc_lower_slice(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_split(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_transpose_any(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_concat_any(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_expand(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_tile(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_depth_space(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_gather(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_gather_elements(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_pad(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_trilu(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_conv_transpose(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_global_maxpool(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_resize(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_scatter_elements(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_scatter_nd(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_gather_nd(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_pool_wants_nd(const kc_graph *g, int id);
+int kc_lower_pool_nd(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_conv_nd(kc_graph *g, kc_program *p, int id, kc_diag *d);
 
 #endif

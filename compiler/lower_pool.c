@@ -60,6 +60,10 @@ int kc_lower_global_avgpool(kc_graph *g, kc_program *p, int id, kc_diag *d) {
         kc_error_node(d, g, id, "input must have rank >= 2");
         return 1;
     }
+    if (kc_prod(xv->dims, 2, xv->rank) == 0) {
+        kc_error_node(d, g, id, "input has no spatial elements: their mean is undefined");
+        return 1;
+    }
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_GLOBAL_AVGPOOL, id);
     kann_global_avgpool_args *a = c->args;
     a->planes = (uint32_t)(xv->dims[0] * xv->dims[1]);

@@ -9,6 +9,7 @@
 #include "kann_kernels.h"
 #include "lower.h"
 #include "passes.h"
+#include "text.h"
 
 enum exit_code {
     EXIT_OK = 0,
@@ -25,6 +26,11 @@ typedef struct options {
     int n_bindings;
     const char *dump_after; /* pass name, or "all" */
     int quiet;
+    uint64_t max_memory; /* --max-memory: largest arena and weights accepted; 0 = no limit */
+    int print; /* --print: the model as text on stdout, no compile */
+    const char *save_onnx; /* --save-onnx FILE: the model as protobuf, no compile */
+    int emit_c; /* --emit c */
+    const char *c_prefix, *c_weights_blob;
     char cmdline[1024];
 } options;
 
@@ -42,6 +48,15 @@ static void usage(FILE *out) {
             "  --dump-after PASS          print the graph after PASS (import, shapes, simplify,\n"
             "                             fold, fuse, or all)\n"
             "  --list-ops                 print the supported operators and exit\n"
+            "  --emit bin|c               write model.bin (default), or C source for firmware:\n"
+            "                             OUT.c and OUT.h (docs/firmware.md)\n"
+            "  --c-prefix NAME            prefix of the C symbols (default: OUT's base name)\n"
+            "  --c-weights-blob FILE      with --emit c: the weights go to FILE, included by\n"
+            "                             the assembler (.incbin), not as C arrays\n"
+            "  --print                    print the model (text or .onnx) in the ONNX text syntax\n"
+            "  --save-onnx FILE           write the model (text or .onnx) as a binary .onnx\n"
+            "  --max-memory BYTES         refuse a model whose arena or weights exceed BYTES\n"
+            "                             (suffix K, M or G: binary multiples)\n"
             "  -q, --quiet                no compile summary\n"
             "  -h, --help                 this help\n"
             "  --version                  print the version\n"
@@ -77,6 +92,22 @@ static int parse_binding(const char *arg, kc_shape_binding *b) {
     }
 }
 
+/* 65536, 512K, 64M, 2G (binary multiples); at least 1. */
+static int parse_bytes(const char *arg, uint64_t *bytes) {
+    char *end;
+    errno = 0;
+    if (*arg < '0' || *arg > '9') return -1;
+    unsigned long long v = strtoull(arg, &end, 10);
+    int shift = 0;
+    if (*end == 'K' || *end == 'k') shift = 10;
+    else if (*end == 'M' || *end == 'm') shift = 20;
+    else if (*end == 'G' || *end == 'g') shift = 30;
+    if (shift) end++;
+    if (errno || *end || v == 0 || v > (UINT64_MAX >> shift)) return -1;
+    *bytes = (uint64_t)v << shift;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -100,6 +131,11 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--list-ops")) {
             list_ops();
             exit(EXIT_OK);
+        } else if (!strcmp(a, "--print")) {
+            o->print = 1;
+        } else if ((t = TAKE("--save-onnx"))) {
+            if (t < 0) goto missing;
+            o->save_onnx = val;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             o->quiet = 1;
         } else if ((t = TAKE("-o")) || (t = TAKE("--output"))) {
@@ -122,6 +158,32 @@ static int parse_args(int argc, char **argv, options *o) {
                 return -1;
             }
             o->n_bindings++;
+        } else if ((t = TAKE("--emit"))) {
+            if (t < 0) goto missing;
+            if (strcmp(val, "bin") && strcmp(val, "c")) {
+                fprintf(stderr, "kann-c: error: --emit takes bin or c, not '%s'\n", val);
+                return -1;
+            }
+            o->emit_c = !strcmp(val, "c");
+        } else if ((t = TAKE("--c-prefix"))) {
+            if (t < 0) goto missing;
+            static const char ident[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
+                                        "0123456789";
+            if (!*val || strspn(val, ident) != strlen(val) || (*val >= '0' && *val <= '9')) {
+                fprintf(stderr, "kann-c: error: --c-prefix '%s' is not a C identifier\n", val);
+                return -1;
+            }
+            o->c_prefix = val;
+        } else if ((t = TAKE("--c-weights-blob"))) {
+            if (t < 0) goto missing;
+            o->c_weights_blob = val;
+        } else if ((t = TAKE("--max-memory"))) {
+            if (t < 0) goto missing;
+            if (parse_bytes(val, &o->max_memory)) {
+                fprintf(stderr, "kann-c: error: --max-memory takes a size such as 65536, 512K, 64M "
+                                "or 2G, not '%s'\n", val);
+                return -1;
+            }
         } else if ((t = TAKE("--dump-after"))) {
             if (t < 0) goto missing;
             o->dump_after = val;
@@ -140,7 +202,11 @@ static int parse_args(int argc, char **argv, options *o) {
         return -1;
 #undef TAKE
     }
-    if (!o->input || !o->output) {
+    if ((o->c_prefix || o->c_weights_blob) && !o->emit_c) {
+        fprintf(stderr, "kann-c: error: --c-prefix and --c-weights-blob need --emit c\n");
+        return -1;
+    }
+    if (!o->input || (!o->output && !o->print && !o->save_onnx)) {
         fprintf(stderr, "kann-c: error: %s\n", !o->input ? "no input model given" : "no output file given (-o)");
         return -1;
     }
@@ -185,6 +251,17 @@ static void human_bytes(uint64_t n, char *buf, size_t size) {
         snprintf(buf, size, "%.1f KiB", (double)n / (1 << 10));
     else
         snprintf(buf, size, "%llu B", (unsigned long long)n);
+}
+
+/* --max-memory: the arena and the weights must each fit in the limit. */
+static int over_memory_limit(const options *o, const char *what, uint64_t bytes, kc_diag *d) {
+    if (!o->max_memory || bytes <= o->max_memory) return 0;
+    char need[32], limit[32];
+    human_bytes(bytes, need, sizeof need);
+    human_bytes(o->max_memory, limit, sizeof limit);
+    kc_error(d, "the model needs %s of %llu bytes (%s), more than --max-memory %llu (%s)", what,
+             (unsigned long long)bytes, need, (unsigned long long)o->max_memory, limit);
+    return 1;
 }
 
 static void summary(const options *o, const kc_graph *g, const kc_stats *st, const kc_program *p,
@@ -233,7 +310,13 @@ int main(int argc, char **argv) {
     kc_graph *g = kc_graph_new();
     int code = EXIT_REJECTED;
 
-    if (kc_import_onnx_file(g, o.input, &d, &st)) {
+    if (o.print || o.save_onnx) { /* conversions: no compile */
+        int r = o.print ? kc_text_print_file(o.input, stdout, &d)
+                        : kc_text_save_onnx_file(o.input, o.save_onnx, &d);
+        code = r == 0 ? EXIT_OK : r > 0 ? EXIT_REJECTED : EXIT_IO;
+        goto done;
+    }
+    if (kc_import_model_file(g, o.input, &d, &st)) {
         code = EXIT_IO;
         goto done;
     }
@@ -246,11 +329,16 @@ int main(int argc, char **argv) {
     if (kc_lower(g, &prog, &d)) goto done;
     if (kc_schedule_program(g, &prog, o.cores, &sched, &d)) goto done;
     if (kc_plan_memory(g, &prog, &plan, &d)) goto done;
+    if (over_memory_limit(&o, "an arena", plan.arena_size, &d) |
+        over_memory_limit(&o, "weights", plan.const_size, &d))
+        goto done;
 
     char hash[32];
     hash_file(o.input, hash, sizeof hash);
     kc_emit_options eo = {o.input, hash, o.cmdline};
-    if (kc_emit_model(g, &prog, &sched, &plan, o.output, &eo, &d)) {
+    kc_emit_c_options co = {o.c_prefix, o.c_weights_blob};
+    if (o.emit_c ? kc_emit_c(g, &prog, &sched, &plan, o.output, &eo, &co, &d)
+                 : kc_emit_model(g, &prog, &sched, &plan, o.output, &eo, &d)) {
         code = EXIT_IO;
         goto done;
     }

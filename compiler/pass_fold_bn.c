@@ -217,6 +217,8 @@ static void fold_into_gemm(kc_graph *g, int p, const affine *a) {
 /* BN in inference form: training_mode 0 and its statistics outputs unread. */
 static int bn_inference_form(const kc_graph *g, const kc_node *n) {
     if (kc_attr_int(n, "training_mode", 0) != 0) return 0;
+    /* Before opset 7, is_test (default 0: training) chose the mode. */
+    if (n->opset > 0 && n->opset < 7 && kc_attr_int(n, "is_test", 0) == 0) return 0;
     for (int j = 1; j < n->n_outputs; j++)
         if (n->outputs[j] >= 0 && kc_value_uses(g, n->outputs[j]) > 0) return 0;
     return n->n_inputs == 5 && n->n_outputs >= 1;
@@ -245,7 +247,7 @@ static int fold_batchnorm(kc_graph *g, int bi, kc_diag *d, kc_stats *st) {
     if (!bn_inference_form(g, bn)) {
         kc_error_node(d, g, bi,
                       "only inference BatchNormalization is supported "
-                      "(training_mode 0, statistics outputs unused)");
+                      "(training_mode 0 or is_test 1, statistics outputs unused)");
         return 1;
     }
     int x = bn->inputs[0];

@@ -1,9 +1,10 @@
-/* Pass 5, fuse: a residual Add and a following activation become the epilogue of the node that
- * produces their input, applied at its store; Concat inputs are computed straight into their
+/* Pass 5, fuse: a residual Add and a following activation (also x * Sigmoid(x) and
+ * x * HardSigmoid(x) as SiLU and HardSwish) become the epilogue of the node that produces their
+ * input, applied at its store; Concat inputs are computed straight into their
  * slice of the Concat output where that slice is one contiguous byte range. */
-#include <float.h>
 #include <string.h>
 
+#include "elementwise.h"
 #include "kann_kernels.h"
 #include "passes.h"
 
@@ -105,70 +106,73 @@ static int is_act_producer(int op) {
     }
 }
 
-/* A float32 scalar constant, or 0 (and *out untouched) if v is absent; -1 if not constant. */
-static int const_scalar(const kc_graph *g, int v, float *out) {
-    if (v < 0) return 0;
-    const kc_value *val = &g->values[v];
-    if (!(val->flags & KC_VALUE_CONST) || !val->data || val->dtype != KC_DTYPE_FLOAT ||
-        kc_value_numel(val) != 1)
-        return -1;
-    *out = *(const float *)val->data;
-    return 0;
-}
-
-/* Each reads the activation's parameters into epi; 0 if this instance cannot be an epilogue. */
-typedef int (*act_params_fn)(const kc_graph *g, const kc_node *n, kc_epilogue *epi);
-
-static int relu_params(const kc_graph *g, const kc_node *n, kc_epilogue *epi) {
-    (void)g;
-    (void)n;
-    epi->act = KANN_ACT_RELU;
-    return 1;
-}
-
-static int clip_params(const kc_graph *g, const kc_node *n, kc_epilogue *epi) {
-    float lo = -FLT_MAX, hi = FLT_MAX;
-    if (n->opset < 11) {
-        lo = kc_attr_float(n, "min", lo);
-        hi = kc_attr_float(n, "max", hi);
-    } else if (const_scalar(g, n->n_inputs > 1 ? n->inputs[1] : -1, &lo) < 0 ||
-               const_scalar(g, n->n_inputs > 2 ? n->inputs[2] : -1, &hi) < 0) {
-        return 0;
-    }
-    if (lo == 0.0f && hi >= FLT_MAX) {
-        epi->act = KANN_ACT_RELU;
-    } else {
-        epi->act = KANN_ACT_CLIP;
-        epi->alpha = lo;
-        epi->beta = hi;
-    }
-    return 1;
-}
-
-static const struct act_rule {
-    int op;
-    act_params_fn params;
-} act_rules[] = {
-    {KC_OP_Relu, relu_params},
-    {KC_OP_Clip, clip_params},
-};
-
 static int fuse_activation(kc_graph *g, int ni, kc_stats *st) {
     const kc_node *n = &g->nodes[ni];
-    const struct act_rule *rule = NULL;
-    for (size_t i = 0; i < sizeof act_rules / sizeof act_rules[0]; i++)
-        if (act_rules[i].op == n->op) rule = &act_rules[i];
-    if (!rule || n->n_inputs < 1 || n->n_outputs != 1) return 0;
+    if (n->n_inputs < 1 || n->n_outputs != 1 || n->epi.act != KANN_ACT_NONE) return 0;
     int x = n->inputs[0];
     int p = live_producer(g, x);
     if (p < 0 || !is_act_producer(g->nodes[p].op) || g->nodes[p].epi.act != KANN_ACT_NONE) return 0;
     if (g->values[x].dtype != KC_DTYPE_FLOAT || !private_intermediate(g, x)) return 0;
     kc_epilogue epi = g->nodes[p].epi;
-    if (!rule->params(g, n, &epi)) return 0;
+    if (!kc_activation_of(g, ni, &epi, NULL)) return 0;
     g->nodes[p].epi = epi;
     absorb(g, p, ni, kc_ops[n->op].name);
     st->activations_fused++;
     return 1;
+}
+
+/* ---- x * act(x): SiLU and HardSwish ---- */
+
+/* The kind of x * act(x) for the activation node a, or KANN_ACT_NONE. */
+static int gated_kind(const kc_graph *g, int a) {
+    const kc_node *n = &g->nodes[a];
+    kc_epilogue epi = {KANN_ACT_NONE, 0, 0, -1};
+    if (!kc_activation_of(g, a, &epi, NULL)) return KANN_ACT_NONE;
+    if (epi.act == KANN_ACT_SIGMOID) return KANN_ACT_SILU;
+    /* HardSwish is x * HardSigmoid(x) with alpha 1/6 and beta 1/2 exactly. */
+    if (n->op == KC_OP_HardSigmoid && epi.alpha == 1.0f / 6.0f && epi.beta == 0.5f)
+        return KANN_ACT_HARD_SWISH;
+    return KANN_ACT_NONE;
+}
+
+/* Mul(x, act(x)) with act(x) read by nothing else becomes one activation: the epilogue of x's
+ * producer when x has no other reader, else the act node itself computing the gated kind (its
+ * epilogue set, see kc_lower_act). */
+static int fuse_gated(kc_graph *g, int mi, kc_stats *st) {
+    const kc_node *mul = &g->nodes[mi];
+    if (mul->n_inputs != 2 || mul->n_outputs != 1 || mul->epi.act != KANN_ACT_NONE) return 0;
+    for (int side = 0; side < 2; side++) {
+        int s = mul->inputs[side], x = mul->inputs[1 - side];
+        int a = live_producer(g, s);
+        if (a < 0 || x < 0 || g->nodes[a].n_inputs < 1 || g->nodes[a].inputs[0] != x) continue;
+        if (g->nodes[a].epi.act != KANN_ACT_NONE || !private_intermediate(g, s)) continue;
+        int kind = gated_kind(g, a);
+        int y = mul->outputs[0];
+        if (kind == KANN_ACT_NONE || !same_shape(&g->values[y], &g->values[x])) continue;
+        int p = live_producer(g, x);
+        int x_private = !(g->values[x].flags & KC_VALUE_OUTPUT) && kc_value_uses(g, x) == 2 &&
+                        !value_is_aliased(g, x);
+        g->nodes[mi].dead = 1;
+        if (p >= 0 && x_private && is_act_producer(g->nodes[p].op) &&
+            g->nodes[p].epi.act == KANN_ACT_NONE) {
+            g->nodes[a].dead = 1;
+            g->values[s].producer = -1;
+            g->nodes[p].epi.act = kind;
+            g->nodes[p].outputs[0] = y;
+            g->values[y].producer = p;
+            g->values[x].producer = -1;
+            append_fused(g, p, kc_sprintf(g, "%s, Mul", kc_ops[g->nodes[a].op].name));
+        } else {
+            g->nodes[a].epi.act = kind;
+            g->nodes[a].outputs[0] = y;
+            g->values[y].producer = a;
+            g->values[s].producer = -1;
+            append_fused(g, a, "Mul");
+        }
+        st->activations_fused++;
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- Concat slices as views ---- */
@@ -229,6 +233,8 @@ int kc_pass_fuse(kc_graph *g, kc_diag *d, kc_stats *st) {
     (void)d;
     for (int i = 0; i < g->n_nodes; i++)
         if (!g->nodes[i].dead && g->nodes[i].op == KC_OP_Add) fuse_residual(g, i, st);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead && g->nodes[i].op == KC_OP_Mul) fuse_gated(g, i, st);
     for (int i = 0; i < g->n_nodes; i++)
         if (!g->nodes[i].dead) fuse_activation(g, i, st);
     /* Backwards, so a Concat feeding another Concat is placed in its consumer's output first and

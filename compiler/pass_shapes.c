@@ -286,7 +286,7 @@ static int infer_node(kc_graph *g, int ni, unsigned char *state, kc_diag *d) {
 static int inputs_constant(const kc_graph *g, int ni) {
     const kc_node *n = &g->nodes[ni];
     for (int j = 0; j < n->n_inputs; j++) {
-        if (n->op == KC_OP_Shape && j == 0) continue;
+        if ((n->op == KC_OP_Shape || n->op == KC_OP_Size) && j == 0) continue;
         if (n->inputs[j] >= 0 && !kc_is_const(g, n->inputs[j])) return 0;
     }
     return 1;

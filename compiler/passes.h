@@ -35,6 +35,16 @@ int kc_import_onnx_file(kc_graph *g, const char *path, kc_diag *d, kc_stats *st)
 int kc_import_onnx_bytes(kc_graph *g, const void *bytes, size_t size, const char *path,
                          kc_diag *d, kc_stats *st);
 
+/* 1. import, either form (text_import.c): the ONNX text syntax or protobuf, told apart by the
+ * file's content; text is parsed (text_parser.c) and goes through kc_import_onnx_bytes too. */
+int kc_import_model_file(kc_graph *g, const char *path, kc_diag *d, kc_stats *st);
+
+/* 1a. (inline_functions.c, called by the importer): replaces every call of a model-local
+ * function by its body, with attribute references resolved and internal values renamed
+ * uniquely. Returns the number of errors reported. */
+struct Onnx__ModelProto;
+int kc_inline_functions(struct Onnx__ModelProto *m, kc_diag *d);
+
 /* 1b. check (check_supported.c): every node's op, opset and attributes against the op table;
  * reports all unsupported nodes at once. */
 int kc_check_supported(const kc_graph *g, kc_diag *d);

@@ -47,6 +47,16 @@ typedef enum kann_act_kind {
     KANN_ACT_HARD_SIGMOID = 5, /* max(0, min(1, alpha * x + beta)) */
     KANN_ACT_HARD_SWISH = 6, /* x * max(0, min(1, x / 6 + 1/2)) */
     KANN_ACT_TANH = 7,
+    KANN_ACT_ELU = 8, /* x < 0 ? alpha * (exp(x) - 1) : x */
+    KANN_ACT_SELU = 9, /* beta * (x <= 0 ? alpha * (exp(x) - 1) : x)  (ONNX's gamma is beta) */
+    KANN_ACT_CELU = 10, /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)), alpha != 0 */
+    KANN_ACT_SOFTPLUS = 11, /* log(1 + exp(x)) */
+    KANN_ACT_SOFTSIGN = 12, /* x / (1 + |x|) */
+    KANN_ACT_THRESHOLDED_RELU = 13, /* x > alpha ? x : 0 */
+    KANN_ACT_GELU = 14, /* x / 2 * (1 + erf(x / sqrt(2))) */
+    KANN_ACT_GELU_TANH = 15, /* x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) */
+    KANN_ACT_MISH = 16, /* x * tanh(log(1 + exp(x))) */
+    KANN_ACT_SILU = 17, /* x * sigmoid(x) (x * Sigmoid(x) in ONNX graphs) */
     KANN_ACT_COUNT
 } kann_act_kind;
 
@@ -99,12 +109,31 @@ typedef enum kann_binary_op {
     KANN_BINARY_ADD = 0,
     KANN_BINARY_SUB = 1,
     KANN_BINARY_MUL = 2,
-    KANN_BINARY_DIV = 3,
+    KANN_BINARY_DIV = 3, /* integers: truncated; a zero divisor gives 0 */
+    KANN_BINARY_POW = 4, /* integers: exact with wrap-around; a negative exponent gives 1 / a^-b
+                            truncated */
+    KANN_BINARY_MAX = 5, /* NaN when either is NaN */
+    KANN_BINARY_MIN = 6,
+    KANN_BINARY_FMOD = 7, /* remainder of the truncated division (sign of a), C fmod */
+    KANN_BINARY_MOD = 8, /* remainder of the floored division (sign of b); integers only */
+    KANN_BINARY_PRELU = 9, /* a < 0 ? a * b : a */
+    /* comparisons and logic: y is bool (one byte, 0 or 1) */
+    KANN_BINARY_EQUAL = 10,
+    KANN_BINARY_LESS = 11,
+    KANN_BINARY_LESS_OR_EQUAL = 12,
+    KANN_BINARY_GREATER = 13,
+    KANN_BINARY_GREATER_OR_EQUAL = 14,
+    KANN_BINARY_AND = 15, /* bool operands */
+    KANN_BINARY_OR = 16,
+    KANN_BINARY_XOR = 17,
+    KANN_BINARY_SHIFT_LEFT = 18, /* unsigned operands; a shift past the width gives 0 */
+    KANN_BINARY_SHIFT_RIGHT = 19,
     KANN_BINARY_COUNT
 } kann_binary_op;
 
 /* binary: y[i] = act(a[i'] OP b[i'']) over the output index space dims[0..rank), with a and b
  * addressed through their own strides (zero for a broadcast dimension). y is dense.
+ * Float32 arithmetic only: ADD .. FMOD and PRELU (the others are binary_typed's).
  * Tile axis 0 = flat output elements. */
 typedef struct kann_binary_args {
     kann_tile tile;
@@ -199,6 +228,396 @@ typedef struct kann_copy_args {
     uint32_t rows, row_len, x_stride, y_stride;
 } kann_copy_args;
 
+/* conv2d_packed: the convolution of conv2d for one image and group 1, as a GEMM over packed
+ * weights:
+ *   y[m][p] = act(sum_k W[m][k] * B[k][p] + bias[m] + residual[m][p]),  p = oh * w_out + ow,
+ *   k = (c * k_h + kh) * k_w + kw,  B[k][p] = x[c][ih][iw] (ih, iw as in conv2d; 0 outside).
+ * Weights are packed in panels of KANN_CONV_PANEL output channels, K = c_in * k_h * k_w:
+ *   w[(m / 12) * K * 12 + k * 12 + m % 12] = W[m][k], channels past c_out zero,
+ * the one layout every ISA variant reads (AVX-512 12x32 tiles, AVX2 two 6x16 halves).
+ * A pointwise conv (1x1, stride 1, no padding, same size: see kann_conv2d_packed_pointwise)
+ * reads x as B directly and has no scratch. Any other gathers B into scratch: K floats per
+ * output pixel rounded up to KANN_CONV_PIXEL_GRANULE, of which a tile writes only the part
+ * from begin * K up to round_up(end) * K (axis 1), so tiles of different streams never share
+ * scratch bytes (the layout inside is private to the variant).
+ * Tile axes: 0 = output channels m (begin a multiple of KANN_CONV_PANEL), 1 = output pixels p
+ * (begin a multiple of KANN_CONV_PIXEL_GRANULE). */
+#define KANN_CONV_PANEL 12
+#define KANN_CONV_PIXEL_GRANULE 32
+typedef struct kann_conv2d_packed_args {
+    kann_tile tile;
+    kann_ref x, w, bias, residual, y, scratch;
+    uint32_t c_in, h_in, w_in, c_out;
+    uint32_t h_out, w_out, k_h, k_w;
+    uint32_t stride_h, stride_w, dil_h, dil_w;
+    uint32_t pad_top, pad_left;
+    uint32_t reserved[2]; /* zero */
+    kann_act act;
+} kann_conv2d_packed_args;
+
+/* dwconv2d: a depthwise conv2d (group = c_in = c_out): the conv2d argument struct and
+ * semantics, weights [c][1][k_h][k_w]. Tile axes as conv2d: 0 = channels, 1 = output rows. */
+typedef kann_conv2d_args kann_dwconv2d_args;
+
+typedef enum kann_reduce_op {
+    KANN_REDUCE_SUM = 0,
+    KANN_REDUCE_MEAN = 1,
+    KANN_REDUCE_MAX = 2,
+    KANN_REDUCE_MIN = 3,
+    KANN_REDUCE_PROD = 4,
+    KANN_REDUCE_L1 = 5, /* sum |x| */
+    KANN_REDUCE_L2 = 6, /* sqrt(sum x^2) */
+    KANN_REDUCE_LOG_SUM = 7, /* log(sum x) */
+    KANN_REDUCE_LOG_SUM_EXP = 8, /* log(sum exp(x)), the maximum subtracted first */
+    KANN_REDUCE_SUM_SQUARE = 9, /* sum x^2 */
+    KANN_REDUCE_ARGMAX = 10, /* int64 index along the (single) reduced axis */
+    KANN_REDUCE_ARGMIN = 11,
+    KANN_REDUCE_COUNT
+} kann_reduce_op;
+
+/* reduce: y[o] = OP over r of x[sum_d o_d * out_strides[d] + sum_e r_e * red_strides[e]]
+ * for every output index o of out_dims[0..out_rank) (y dense, row-major) and reduction index r
+ * of red_dims[0..red_rank). y is float32, or int64 for ARGMAX/ARGMIN (then red_rank is 1 and the
+ * result is r_0; ties give the first index, or the last when select_last). An empty reduction
+ * gives the op's identity (0, 1, -inf, +inf; NaN for MEAN). Tile axis 0 = flat output elements. */
+typedef struct kann_reduce_args {
+    kann_tile tile;
+    kann_ref x, y;
+    uint32_t op; /* kann_reduce_op */
+    uint32_t out_rank; /* 1..KANN_MAX_RANK */
+    uint32_t red_rank; /* 1..KANN_MAX_RANK */
+    uint32_t select_last;
+    uint32_t out_dims[KANN_MAX_RANK];
+    uint32_t out_strides[KANN_MAX_RANK];
+    uint32_t red_dims[KANN_MAX_RANK];
+    uint32_t red_strides[KANN_MAX_RANK];
+} kann_reduce_args;
+
+/* norm: x viewed as [groups][len], each group normalized on its own:
+ *   y[g][j] = act((x[g][j] - mean_g) * inv_std_g * scale[p] + bias[p]),  inv_std_g = 1/sqrt(var_g + epsilon)
+ * with parameter index p = (g % param_groups) * param_group_stride + j / param_inner (LayerNorm:
+ * 1, 0, 1; InstanceNorm: C, 1, len; GroupNorm: G, C/G, spatial). Absent scale reads 1, absent bias 0.
+ * Statistics: computed over the group (mean, biased variance), or, with stats_given, read as
+ * mean[p] and var[p] (BatchNormalization with statistics computed at run time). Optional
+ * mean_out[g] and inv_std_out[g] receive the computed statistics. Tile axis 0 = groups. */
+typedef struct kann_norm_args {
+    kann_tile tile;
+    kann_ref x, scale, bias, mean, var, y, mean_out, inv_std_out;
+    uint32_t groups, len;
+    uint32_t param_groups, param_group_stride, param_inner;
+    uint32_t stats_given;
+    float epsilon;
+    uint32_t reserved; /* zero */
+    kann_act act;
+} kann_norm_args;
+
+/* ---- data movement and spatial kernels (any element type where elem_size says so) ---------
+ * Element sizes are 1, 2, 4 or 8 bytes; index tensors are int32 or int64 (idx_size 4 or 8). */
+
+/* strided_copy: y[y_base + sum_d i_d * y_strides[d]] = x[x_base + sum_d i_d * x_strides[d]]
+ * for every index i of dims[0..rank), in elements of elem_size bytes. Strides are signed
+ * (negative: a reversed slice; zero: a broadcast), |stride| <= 2^28. Slice, Split, Expand,
+ * Tile, Transpose, DepthToSpace, SpaceToDepth and Concat of any dtype.
+ * Tile axis 0 = flat elements of dims, row-major. */
+typedef struct kann_strided_copy_args {
+    kann_tile tile;
+    kann_ref x, y;
+    uint32_t elem_size;
+    uint32_t rank; /* 1..KANN_MAX_RANK */
+    uint32_t dims[KANN_MAX_RANK];
+    int64_t x_base, y_base;
+    int64_t x_strides[KANN_MAX_RANK];
+    int64_t y_strides[KANN_MAX_RANK];
+} kann_strided_copy_args;
+
+/* gather: y[o][k][i] = x[o][j][i] for o < outer, k < n_indices, i < inner, with j = idx[k]
+ * (+ axis_len when negative). An index outside [-axis_len, axis_len) gives a row of zeros.
+ * Tile axis 0 = rows o * n_indices + k. */
+typedef struct kann_gather_args {
+    kann_tile tile;
+    kann_ref x, idx, y;
+    uint32_t elem_size, idx_size;
+    uint32_t outer, axis_len, n_indices, inner;
+} kann_gather_args;
+
+/* gather_elements: y and idx are dense with dims[0..rank); y[i] = x[sum_d c_d * x_strides[d]]
+ * with c_d = i_d except c_axis = idx[i] (+ axis_len when negative); an index out of range
+ * gives 0. Tile axis 0 = flat elements. */
+typedef struct kann_gather_elements_args {
+    kann_tile tile;
+    kann_ref x, idx, y;
+    uint32_t elem_size, idx_size;
+    uint32_t rank, axis, axis_len;
+    uint32_t reserved; /* zero */
+    uint32_t dims[KANN_MAX_RANK];
+    uint32_t x_strides[KANN_MAX_RANK];
+} kann_gather_elements_args;
+
+/* trilu: x and y are [batch][rows][cols]; y[b][i][j] = x[b][i][j] where j - i >= k (upper) or
+ * j - i <= k (lower), else 0. k is the int64 at k_ref when present, else the k field.
+ * Tile axis 0 = rows b * rows + i. */
+typedef struct kann_trilu_args {
+    kann_tile tile;
+    kann_ref x, k_ref, y;
+    uint32_t elem_size, upper;
+    uint32_t batch, rows, cols;
+    uint32_t reserved; /* zero */
+    int64_t k;
+} kann_trilu_args;
+
+typedef enum kann_pad_mode {
+    KANN_PAD_CONSTANT = 0,
+    KANN_PAD_REFLECT = 1, /* mirrored about the edge elements, which are not repeated */
+    KANN_PAD_EDGE = 2,
+    KANN_PAD_WRAP = 3,
+    KANN_PAD_COUNT
+} kann_pad_mode;
+
+/* pad: y dense with dims[0..rank), x dense with x_dims; y[i] = x[c] with c_d = i_d - pad_begin[d]
+ * when every c_d lies in [0, x_dims[d]); otherwise per mode: the constant (the low elem_size
+ * bytes of value), or c_d moved inside by the edge, reflect or wrap rule. Negative pads crop.
+ * Tile axis 0 = output rows (every dim but the last). */
+typedef struct kann_pad_args {
+    kann_tile tile;
+    kann_ref x, y;
+    uint32_t elem_size, rank, mode;
+    uint32_t reserved; /* zero */
+    uint32_t dims[KANN_MAX_RANK];
+    uint32_t x_dims[KANN_MAX_RANK];
+    int64_t pad_begin[KANN_MAX_RANK];
+    uint64_t value;
+} kann_pad_args;
+
+/* conv_transpose (float32): over 3 spatial dims (unused ones of size 1), starting from bias,
+ *   y[n][g*M/G + m][o] += x[n][g*C/G + c][i] * w[g*C/G + c][m][k],  o_d = i_d*stride_d - pad_d
+ *   + k_d*dil_d (taps landing outside y are dropped), then y = act(y).
+ * C = c_in, M = c_out, G = group; weights w are [c_in][c_out/group][k0][k1][k2] (ONNX layout).
+ * Tile axis 0 = output planes n * c_out + m. */
+typedef struct kann_conv_transpose_args {
+    kann_tile tile;
+    kann_ref x, w, bias, y;
+    uint32_t n, c_in, c_out, group;
+    uint32_t in[3], out[3], k[3], stride[3], dil[3], pad[3];
+    uint32_t reserved[2]; /* zero */
+    kann_act act;
+} kann_conv_transpose_args;
+
+/* One tap of a resize table: an input index on the axis and its weight. */
+typedef struct kann_resize_tap {
+    int32_t index;
+    float weight;
+} kann_resize_tap;
+
+/* resize (float32): x [planes][h_in][w_in] to y [planes][h_out][w_out] through the tap tables
+ * table_h [h_out][taps_h] and table_w [w_out][taps_w] (kann_resize_tap):
+ *   y[p][oh][ow] = sum_a sum_b th[oh][a].weight * tw[ow][b].weight * x[p][ih][iw],
+ *   ih = th[oh][a].index, iw = tw[ow][b].index.
+ * An output any of whose taps has an index outside the input is the extrapolation value
+ * (tf_crop_and_resize). Nearest, linear and cubic modes and every coordinate mapping are
+ * tables; the compiler builds them. Tile axis 0 = planes. */
+typedef struct kann_resize_args {
+    kann_tile tile;
+    kann_ref x, table_h, table_w, y;
+    uint32_t planes, h_in, w_in, h_out, w_out, taps_h, taps_w;
+    float extrapolation;
+} kann_resize_args;
+
+/* lrn: local response normalization across channels of x [n][c][inner]:
+ *   y[b][k][i] = x[b][k][i] / (bias + alpha / size * sum_{k'} x[b][k'][i]^2)^beta
+ * over k' in [k - (size - 1) / 2, k + size / 2] inside [0, c). Tile axis 0 = planes b * c + k. */
+typedef struct kann_lrn_args {
+    kann_tile tile;
+    kann_ref x, y;
+    uint32_t n, c, inner, size;
+    float alpha, beta, bias;
+    uint32_t reserved; /* zero */
+} kann_lrn_args;
+
+typedef enum kann_loss_reduction {
+    KANN_LOSS_NONE = 0,
+    KANN_LOSS_SUM = 1,
+    KANN_LOSS_MEAN = 2, /* sum / sum of the weights of the targets not ignored */
+    KANN_LOSS_REDUCTION_COUNT
+} kann_loss_reduction;
+
+/* nll_loss: negative log-likelihood of x [n][c][inner] (log-probabilities) at int64 targets
+ * t [n][inner], with optional class weights w [c] (1 when absent):
+ *   loss[b][i] = -x[b][t][i] * w[t], or 0 (weight 0) where t == ignore_index (has_ignore) or t
+ *   lies outside [0, c).
+ * y is loss [n][inner] (NONE), or one float: the sum (SUM) or the weighted mean (MEAN).
+ * Tile axis 0 = flat loss elements (NONE), or the single result (SUM, MEAN: extent 1). */
+typedef struct kann_nll_loss_args {
+    kann_tile tile;
+    kann_ref x, target, weight, y;
+    uint32_t n, c, inner;
+    uint32_t reduction; /* kann_loss_reduction */
+    int64_t ignore_index;
+    uint32_t has_ignore;
+    uint32_t reserved; /* zero */
+} kann_nll_loss_args;
+
+typedef enum kann_scatter_reduction {
+    KANN_SCATTER_NONE = 0, /* assign (any element size); the others are float32 only */
+    KANN_SCATTER_ADD = 1,
+    KANN_SCATTER_MUL = 2,
+    KANN_SCATTER_MAX = 3,
+    KANN_SCATTER_MIN = 4,
+    KANN_SCATTER_COUNT
+} kann_scatter_reduction;
+
+/* scatter_elements: y already holds the data (a copy before it); for every element i of the
+ * dense idx and updates (dims[0..rank)), in order:
+ *   y[sum_d c_d * y_strides[d]] = y[...] OP updates[i], c_d = i_d except c_axis = idx[i]
+ * (+ axis_len when negative); an index out of range is skipped. One tile does everything
+ * (two updates may hit one element): tile axis 0 has extent 1. */
+typedef struct kann_scatter_elements_args {
+    kann_tile tile;
+    kann_ref idx, updates, y;
+    uint32_t elem_size, idx_size;
+    uint32_t rank, axis, axis_len, reduction; /* kann_scatter_reduction */
+    uint32_t dims[KANN_MAX_RANK];
+    uint32_t y_strides[KANN_MAX_RANK];
+} kann_scatter_elements_args;
+
+/* Index tuples into a data tensor: tuple t is idx[t][0..k) (each + dims[j] when negative),
+ * naming element offset sum_j idx[t][j] * strides[j] (+ batch_stride * the tuple's batch,
+ * batches blocks of n_tuples / batches tuples each), where a slice of slice_len elements
+ * starts. A tuple with an index out of range is skipped (scatter) or gives zeros (gather).
+ * gather_nd:  dst[t][0..slice_len) = src[offset(t) + 0..slice_len)
+ *             tile axis 0 = tuples.
+ * scatter_nd: dst[offset(t) + i] = dst[...] OP src[t][i] (dst already holds the data), in order;
+ *             one tile (extent 1), batches 1. */
+typedef struct kann_nd_index_args {
+    kann_tile tile;
+    kann_ref src, idx, dst;
+    uint32_t elem_size, idx_size, reduction, k;
+    uint32_t n_tuples, slice_len, batches, batch_stride;
+    uint32_t dims[KANN_MAX_RANK];
+    uint32_t strides[KANN_MAX_RANK];
+} kann_nd_index_args;
+typedef kann_nd_index_args kann_gather_nd_args;
+typedef kann_nd_index_args kann_scatter_nd_args;
+
+/* conv_nd (float32): the convolution of conv2d over 3 spatial dims (unused ones of size 1):
+ *   y[n][m][o] = act(bias[m] + sum_{c,k} x[n][g*C/G + c][o*stride - pad + k*dil] * w[m][c][k])
+ * out-of-range input reading 0; weights [c_out][c_in/group][k0][k1][k2]. The argument struct of
+ * conv_transpose (pad: the leading pads). Tile axis 0 = output planes n * c_out + m. */
+typedef kann_conv_transpose_args kann_conv_nd_args;
+
+/* pool_nd (float32): pool2d over 3 spatial dims (unused ones of size 1), planes = n * c:
+ * y[p][o] = act(max or average of x[p][o*stride - pad_begin + k*dil] over the taps inside x);
+ * the average divides by the taps inside x, or inside the padded extent
+ * [-pad_begin, in + pad_end) with count_include_pad. Optional indices (int64, MaxPool only):
+ * the flat index in x of the first maximum, p * spatial + the offset inside the plane,
+ * row-major, or column-major with storage_order 1 (a window wholly in the padding: -inf and
+ * index 0). Tile axis 0 = planes. */
+typedef struct kann_pool_nd_args {
+    kann_tile tile;
+    kann_ref x, y, indices;
+    uint32_t kind, count_include_pad, planes, storage_order;
+    uint32_t in[3], out[3], k[3], stride[3], dil[3], pad_begin[3], pad_end[3];
+    uint32_t reserved; /* zero */
+    kann_act act;
+} kann_pool_nd_args;
+
+/* ---- elementwise kernels over several dtypes ------------------------------------------------
+ * dtype fields hold a kann_dtype: F32, U8, I8, I32, I64 or BOOL (one byte, 0 or 1). Offsets are
+ * aligned to the element size. */
+
+/* binary_typed: binary's index space and strides (no activation) over operands of any dtype:
+ *   y[i] = a[i'] OP b[i'']
+ * with a and b of `dtype` and y of `dtype`, or bool for the comparisons and logic ops.
+ * Ops per dtype: F32 the comparisons; U8, I8, I32, I64 arithmetic ADD .. MOD, the comparisons
+ * (and the shifts for U8), wrapping around like unsigned arithmetic; BOOL AND, OR, XOR, EQUAL.
+ * Tile axis 0 = flat output elements. */
+typedef struct kann_binary_typed_args {
+    kann_tile tile;
+    kann_ref a, b, y;
+    uint32_t op; /* kann_binary_op */
+    uint32_t dtype; /* kann_dtype of a and b */
+    uint32_t rank; /* 1..KANN_MAX_RANK */
+    uint32_t reserved; /* zero */
+    uint32_t dims[KANN_MAX_RANK];
+    uint32_t a_strides[KANN_MAX_RANK];
+    uint32_t b_strides[KANN_MAX_RANK];
+} kann_binary_typed_args;
+
+typedef enum kann_unary_op {
+    KANN_UNARY_ABS = 0,
+    KANN_UNARY_NEG = 1,
+    KANN_UNARY_SIGN = 2, /* -1, 0 or 1 (NaN stays NaN) */
+    KANN_UNARY_EXP = 3,
+    KANN_UNARY_LOG = 4,
+    KANN_UNARY_SQRT = 5,
+    KANN_UNARY_RECIPROCAL = 6,
+    KANN_UNARY_FLOOR = 7,
+    KANN_UNARY_CEIL = 8,
+    KANN_UNARY_ROUND = 9, /* to the nearest integer, halves to even */
+    KANN_UNARY_SIN = 10,
+    KANN_UNARY_COS = 11,
+    KANN_UNARY_TAN = 12,
+    KANN_UNARY_ASIN = 13,
+    KANN_UNARY_ACOS = 14,
+    KANN_UNARY_ATAN = 15,
+    KANN_UNARY_SINH = 16,
+    KANN_UNARY_COSH = 17,
+    KANN_UNARY_ASINH = 18,
+    KANN_UNARY_ACOSH = 19,
+    KANN_UNARY_ATANH = 20,
+    KANN_UNARY_ERF = 21,
+    KANN_UNARY_IS_NAN = 22, /* y bool */
+    KANN_UNARY_IS_INF = 23, /* y bool: +inf when flags bit 0, -inf when flags bit 1 */
+    KANN_UNARY_NOT = 24, /* bool */
+    KANN_UNARY_COUNT
+} kann_unary_op;
+
+/* unary: y[i] = OP(x[i]) for i < count; x of `dtype`, y of `dtype` or bool (IS_NAN, IS_INF).
+ * Ops per dtype: F32 all but NOT; U8, I8, I32, I64 ABS, NEG, SIGN (wrapping around); BOOL NOT.
+ * In place (x == y) is allowed when y has x's dtype. Tile axis 0 = elements. */
+typedef struct kann_unary_args {
+    kann_tile tile;
+    kann_ref x, y;
+    uint32_t op; /* kann_unary_op */
+    uint32_t dtype; /* kann_dtype of x */
+    uint32_t count;
+    uint32_t flags; /* IS_INF: which infinities; zero for the other ops */
+} kann_unary_args;
+
+/* cast: y[i] = x[i] converted from dtype `from` to dtype `to`, i < count. Float to integer
+ * truncates toward zero, saturates at the type's range and sends NaN to 0; integer to a
+ * narrower integer wraps around; anything to bool is x != 0 (NaN is true). Tile axis 0 =
+ * elements. */
+typedef struct kann_cast_args {
+    kann_tile tile;
+    kann_ref x, y;
+    uint32_t count;
+    uint32_t from, to; /* kann_dtype */
+    uint32_t reserved; /* zero */
+} kann_cast_args;
+
+typedef enum kann_ternary_op {
+    KANN_TERNARY_WHERE = 0, /* y = a ? b : c, a bool */
+    KANN_TERNARY_CLIP = 1, /* y = min(max(a, b), c): c when b > c; a NaN a stays NaN */
+    KANN_TERNARY_COUNT
+} kann_ternary_op;
+
+/* ternary: y[i] = OP(a[i'], b[i''], c[i''']) over the output index space dims[0..rank), each
+ * operand through its own strides (zero for a broadcast dimension); y dense. b, c and y are of
+ * `dtype` (any), a is bool for WHERE, of `dtype` for CLIP (F32, U8, I8, I32, I64).
+ * Tile axis 0 = flat output elements. */
+typedef struct kann_ternary_args {
+    kann_tile tile;
+    kann_ref a, b, c, y;
+    uint32_t op; /* kann_ternary_op */
+    uint32_t dtype; /* kann_dtype of y */
+    uint32_t rank; /* 1..KANN_MAX_RANK */
+    uint32_t reserved; /* zero */
+    uint32_t dims[KANN_MAX_RANK];
+    uint32_t a_strides[KANN_MAX_RANK];
+    uint32_t b_strides[KANN_MAX_RANK];
+    uint32_t c_strides[KANN_MAX_RANK];
+} kann_ternary_args;
+
 /* ---- the registry ------------------------------------------------------------------------- */
 
 /* What a kernel may touch, for validation. */
@@ -267,5 +686,8 @@ kann_status kann_check_act(const kann_act *a, kann_error *err);
 /* Bytes spanned by a strided float view; 0 and *overflow = 1 on overflow. */
 uint64_t kann_strided_bytes(uint32_t rank, const uint32_t *dims, const uint32_t *strides,
                             int *overflow);
+
+/* Multiply-adds record arguments args of kernel id kernel do (0 for data movement). */
+double kann_record_macs(uint32_t kernel, const void *args);
 
 #endif

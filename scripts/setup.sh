@@ -6,7 +6,10 @@ set -euo pipefail
 
 KANN_DEB_PACKAGES=(cmake make gcc pkg-config libprotobuf-c-dev protobuf-c-compiler
                    libcmocka-dev ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
-                   python3 python3-pip python3-numpy libonnx-testdata)
+                   python3 python3-pip python3-numpy libonnx-testdata
+                   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm # firmware sample
+                   clang libclang-rt-14-dev # libFuzzer (fuzz/)
+                   valgrind) # scripts/sanitize.sh
 
 kann_missing_debs() {
     local missing=()

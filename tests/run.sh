@@ -20,3 +20,13 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
 cmake --build "$build" -j"$(nproc)"
 cd "$build"
 ctest --output-on-failure -j"$(nproc)" "$@"
+
+# Robustness (docs/robustness.md), after a plain full run only: the unit tests under ASan+UBSan
+# (build-asan) and under valgrind, and a short run of every fuzz target (build-fuzz).
+# KANN_ROBUSTNESS=0 skips them.
+if [ $# -eq 0 ] && [ "${KANN_ROBUSTNESS:-1}" != 0 ] && [ "${KANN_SANITIZE:-OFF}" = OFF ]; then
+    cd "$root"
+    scripts/sanitize.sh asan build-asan
+    scripts/sanitize.sh valgrind "$build"
+    scripts/sanitize.sh fuzz "${KANN_FUZZ_SECONDS:-20}" build-fuzz
+fi

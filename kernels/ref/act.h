@@ -17,6 +17,11 @@ static inline float kann_act_clip(float x, float lo, float hi) {
     return x > hi ? hi : x;
 }
 
+/* log(1 + exp(x)) without overflow for large x. */
+static inline float kann_act_softplus(float x) {
+    return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
+
 static inline float kann_act_apply(const kann_act *a, float x) {
     switch ((kann_act_kind)a->kind) {
     case KANN_ACT_NONE:
@@ -35,6 +40,26 @@ static inline float kann_act_apply(const kann_act *a, float x) {
         return x * kann_act_clip(x * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
     case KANN_ACT_TANH:
         return tanhf(x);
+    case KANN_ACT_ELU:
+        return x < 0.0f ? a->alpha * expm1f(x) : x;
+    case KANN_ACT_SELU:
+        return a->beta * (x <= 0.0f ? a->alpha * expm1f(x) : x);
+    case KANN_ACT_CELU:
+        return x < 0.0f ? a->alpha * expm1f(x / a->alpha) : x;
+    case KANN_ACT_SOFTPLUS:
+        return kann_act_softplus(x);
+    case KANN_ACT_SOFTSIGN:
+        return x / (1.0f + fabsf(x));
+    case KANN_ACT_THRESHOLDED_RELU:
+        return x > a->alpha ? x : 0.0f;
+    case KANN_ACT_GELU:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case KANN_ACT_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case KANN_ACT_MISH:
+        return x * tanhf(kann_act_softplus(x));
+    case KANN_ACT_SILU:
+        return x / (1.0f + expf(-x));
     case KANN_ACT_COUNT:
         break;
     }

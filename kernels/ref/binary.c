@@ -1,5 +1,7 @@
-/* binary reference kernel (elementwise add/sub/mul/div with broadcasting through strides) and
- * its validator. */
+/* binary reference kernel (float32 elementwise arithmetic with broadcasting through strides)
+ * and its validator. */
+#include <math.h>
+
 #include "kann_kernels.h"
 #include "kann_msg.h"
 #include "ref/act.h"
@@ -26,6 +28,25 @@
         }                                                                                          \
     } while (0)
 
+/* The same with a function of the two operands. */
+#define BINARY_ROW_FN(FN)                                                                          \
+    do {                                                                                           \
+        for (size_t i = 0; i < n; i++)                                                             \
+            y[i] = FN(a[i * a_stride], b[i * b_stride]);                                           \
+    } while (0)
+
+static inline float binary_max(float x, float z) {
+    return x != x || z != z ? x + z : x > z ? x : z; /* NaN wins, as numpy's maximum */
+}
+
+static inline float binary_min(float x, float z) {
+    return x != x || z != z ? x + z : x < z ? x : z;
+}
+
+static inline float binary_prelu(float x, float slope) {
+    return x < 0.0f ? x * slope : x;
+}
+
 static void binary_row(kann_binary_op op, const float *a, size_t a_stride, const float *b,
                        size_t b_stride, float *y, size_t n) {
     switch (op) {
@@ -41,7 +62,22 @@ static void binary_row(kann_binary_op op, const float *a, size_t a_stride, const
     case KANN_BINARY_DIV:
         BINARY_ROW(/);
         break;
-    case KANN_BINARY_COUNT:
+    case KANN_BINARY_POW:
+        BINARY_ROW_FN(powf);
+        break;
+    case KANN_BINARY_MAX:
+        BINARY_ROW_FN(binary_max);
+        break;
+    case KANN_BINARY_MIN:
+        BINARY_ROW_FN(binary_min);
+        break;
+    case KANN_BINARY_FMOD:
+        BINARY_ROW_FN(fmodf);
+        break;
+    case KANN_BINARY_PRELU:
+        BINARY_ROW_FN(binary_prelu);
+        break;
+    default: /* not a float32 arithmetic op: refused by the validator */
         break;
     }
 }
@@ -73,8 +109,8 @@ void kann_f32_binary_ref(const void *args, const kann_exec *ex) {
 kann_status kann_binary_validate(const void *args, const kann_bounds *b, kann_error *err) {
     const kann_binary_args *a = args;
     kann_status s;
-    if (a->op >= KANN_BINARY_COUNT) {
-        kann_msg_set(err, KANN_E_CORRUPT, "binary: unknown op ");
+    if (a->op > KANN_BINARY_FMOD && a->op != KANN_BINARY_PRELU) {
+        kann_msg_set(err, KANN_E_CORRUPT, "binary: not a float32 arithmetic op: ");
         kann_msg_append_u64(err, a->op);
         return KANN_E_CORRUPT;
     }

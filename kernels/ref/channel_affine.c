@@ -7,7 +7,8 @@
 
 void kann_f32_channel_affine_ref(const void *args, const kann_exec *ex) {
     const kann_channel_affine_args *a = args;
-    if (a->tile.begin >= a->tile.end) return;
+    /* Nothing to write: do not spin through planes of no elements. */
+    if (a->tile.begin >= a->tile.end || a->inner == 0) return;
     const float *x = kann_cref(ex, a->x);
     const float *scale = kann_cref(ex, a->scale);
     const float *shift = kann_cref(ex, a->shift);

@@ -131,22 +131,31 @@ static void conv_direct(const kann_conv2d_args *a, const float *x, const float *
                     int64_t iw_chunk = (int64_t)ow0 * a->stride_w - a->pad_left;
                     kann_range kw_reach = kann_window_range(
                         iw_chunk, a->dil_w, -(int64_t)(len - 1) * a->stride_w, a->w_in, a->k_w);
-                    for (uint32_t kw = kw_reach.lo; kw < kw_reach.hi; kw++) {
-                        int64_t iw0 = iw_chunk + (int64_t)kw * a->dil_w;
-                        kann_range r = kann_window_range(iw0, a->stride_w, 0, a->w_in, len);
-                        if (r.lo == r.hi) continue;
-                        size_t iw_first = (size_t)(iw0 + (int64_t)r.lo * a->stride_w);
-                        for (size_t c = 0; c < c_per_group; c++) {
-                            const float *x_c = x_group + c * x_plane + iw_first;
-                            for (uint32_t kh = kh_range.lo; kh < kh_range.hi; kh++) {
-                                size_t ih = (size_t)(ih0 + (int64_t)kh * a->dil_h);
-                                size_t tap = c * k_plane + (size_t)kh * a->k_w + kw;
-                                for (size_t q = 0; q < nb; q++)
-                                    wv[q] = w_block[q * w_filter + tap];
-                                accumulate(acc, nb, r.lo, wv, x_c + ih * a->w_in, a->stride_w,
-                                           r.hi - r.lo);
+                    /* output by output, last first: each tap reaching the input once, in
+                     * increasing order (see pool_chunk in pool2d.c) */
+                    uint32_t next_tap = kw_reach.lo;
+                    for (uint32_t jt = len; jt-- > 0;) {
+                        kann_range taps = kann_window_range(iw_chunk + (int64_t)jt * a->stride_w,
+                                                            a->dil_w, 0, a->w_in, a->k_w);
+                        if (taps.lo < next_tap) taps.lo = next_tap;
+                        for (uint32_t kw = taps.lo; kw < taps.hi; kw++) {
+                            int64_t iw0 = iw_chunk + (int64_t)kw * a->dil_w;
+                            kann_range r = kann_window_range(iw0, a->stride_w, 0, a->w_in, len);
+                            if (r.lo == r.hi) continue;
+                            size_t iw_first = (size_t)(iw0 + (int64_t)r.lo * a->stride_w);
+                            for (size_t c = 0; c < c_per_group; c++) {
+                                const float *x_c = x_group + c * x_plane + iw_first;
+                                for (uint32_t kh = kh_range.lo; kh < kh_range.hi; kh++) {
+                                    size_t ih = (size_t)(ih0 + (int64_t)kh * a->dil_h);
+                                    size_t tap = c * k_plane + (size_t)kh * a->k_w + kw;
+                                    for (size_t q = 0; q < nb; q++)
+                                        wv[q] = w_block[q * w_filter + tap];
+                                    accumulate(acc, nb, r.lo, wv, x_c + ih * a->w_in, a->stride_w,
+                                               r.hi - r.lo);
+                                }
                             }
                         }
+                        if (taps.hi > next_tap) next_tap = taps.hi;
                     }
                     for (size_t q = 0; q < nb; q++) {
                         size_t y_row = (n * a->c_out + m0 + q) * y_plane + (size_t)oh * a->w_out;
@@ -169,6 +178,8 @@ void kann_f32_conv2d_ref(const void *args, const kann_exec *ex) {
         oh_begin = a->tile.begin;
         oh_end = a->tile.end;
     }
+    /* Nothing to write: do not spin through extents that no output bounds. */
+    if (m_begin >= m_end || oh_begin >= oh_end || a->w_out == 0) return;
     const float *x = kann_cref(ex, a->x);
     const float *w = kann_cref(ex, a->w);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);

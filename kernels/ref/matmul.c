@@ -32,6 +32,8 @@ void kann_f32_matmul_ref(const void *args, const kann_exec *ex) {
         j_begin = a->tile.begin;
         j_end = a->tile.end;
     }
+    /* Nothing to write: do not spin through a batch count that no output bounds. */
+    if (i_begin >= i_end || j_begin >= j_end) return;
     const float *am = kann_cref(ex, a->a);
     const float *bm = kann_cref(ex, a->b);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
@@ -105,6 +107,11 @@ kann_status kann_matmul_validate(const void *args, const kann_bounds *b, kann_er
     uint32_t bias_dims[2] = {a->m, a->n};
     uint32_t bias_strides[2] = {a->bias_row_stride, a->bias_col_stride};
     uint32_t y_dims[3] = {a->batch, a->m, a->n};
+    /* With both operands broadcast along k the sum would repeat one product k times: no
+     * model does that, and it would let 2^32 steps hide behind two floats. Otherwise k is
+     * bounded by the operand that spans it. */
+    if (a->k > 1 && a->a_col_stride == 0 && a->b_row_stride == 0)
+        return kann_msg_set(err, KANN_E_CORRUPT, "matmul: both operands broadcast along k");
     if ((s = kann_check_strided(b, a->a, 3, a_dims, a_strides, 0, 0, "matmul a", err)) != KANN_OK ||
         (s = kann_check_strided(b, a->b, 3, b_dims, b_strides, 0, 0, "matmul b", err)) != KANN_OK ||
         (s = kann_check_strided(b, a->bias, 2, bias_dims, bias_strides, 0, 1, "matmul bias",

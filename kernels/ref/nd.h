@@ -1,4 +1,4 @@
-/* Walking a dense output index space whose operands are strided views (binary, transpose):
+/* Walking a dense output index space whose operands are strided views (binary, ternary, transpose):
  * dims are simplified first, then the walk goes one innermost row at a time so kernels run a
  * plain strided loop per row and pay for the index arithmetic only between rows. */
 #ifndef KANN_REF_ND_H
@@ -9,7 +9,7 @@
 
 #include "kann_kernels.h"
 
-#define KANN_ND_MAX_OPERANDS 2
+#define KANN_ND_MAX_OPERANDS 3
 
 typedef struct kann_nd {
     uint32_t rank; /* >= 1 after kann_nd_init */

@@ -13,7 +13,7 @@
 
 /* Pools one chunk of an output row into acc (the max, or the sum). Only the taps kw that reach
  * the input for some output of the chunk are visited, so the work is bounded by the input size
- * however large k_w is. */
+ * however large k_w, the stride or the padding are. */
 static void pool_chunk(const kann_pool2d_args *a, const float *x_plane, int64_t ih0,
                        kann_range kh_valid, int64_t iw_chunk, kann_range kw_reach, uint32_t len,
                        float *acc) {
@@ -21,26 +21,37 @@ static void pool_chunk(const kann_pool2d_args *a, const float *x_plane, int64_t 
     size_t stride_w = a->stride_w;
     for (size_t j = 0; j < len; j++)
         acc[j] = is_max ? -INFINITY : 0.0f;
-    for (uint32_t kw = kw_reach.lo; kw < kw_reach.hi; kw++) {
-        int64_t iw0 = iw_chunk + (int64_t)kw * a->dil_w;
-        kann_range r = kann_window_range(iw0, a->stride_w, 0, a->w_in, len);
-        if (r.lo == r.hi) continue;
-        size_t iw_first = (size_t)(iw0 + (int64_t)r.lo * a->stride_w);
-        size_t count = r.hi - r.lo;
-        float *acc_run = acc + r.lo;
-        for (uint32_t kh = kh_valid.lo; kh < kh_valid.hi; kh++) {
-            size_t ih = (size_t)(ih0 + (int64_t)kh * a->dil_h);
-            const float *xr = x_plane + ih * a->w_in + iw_first;
-            if (is_max) {
-                for (size_t j = 0; j < count; j++) {
-                    float v = xr[j * stride_w];
-                    acc_run[j] = v > acc_run[j] ? v : acc_run[j];
+    /* The taps output by output, last output first (its taps come first): each tap that lands
+     * in the input for some output is visited once, in increasing order, and no other, so the
+     * work stays within len * min(k_w, w_in) however far apart stride and padding put the
+     * outputs. */
+    uint32_t next_tap = kw_reach.lo;
+    for (uint32_t jt = len; jt-- > 0;) {
+        kann_range taps =
+            kann_window_range(iw_chunk + (int64_t)jt * a->stride_w, a->dil_w, 0, a->w_in, a->k_w);
+        if (taps.lo < next_tap) taps.lo = next_tap;
+        for (uint32_t kw = taps.lo; kw < taps.hi; kw++) {
+            int64_t iw0 = iw_chunk + (int64_t)kw * a->dil_w;
+            kann_range r = kann_window_range(iw0, a->stride_w, 0, a->w_in, len);
+            if (r.lo == r.hi) continue;
+            size_t iw_first = (size_t)(iw0 + (int64_t)r.lo * a->stride_w);
+            size_t count = r.hi - r.lo;
+            float *acc_run = acc + r.lo;
+            for (uint32_t kh = kh_valid.lo; kh < kh_valid.hi; kh++) {
+                size_t ih = (size_t)(ih0 + (int64_t)kh * a->dil_h);
+                const float *xr = x_plane + ih * a->w_in + iw_first;
+                if (is_max) {
+                    for (size_t j = 0; j < count; j++) {
+                        float v = xr[j * stride_w];
+                        acc_run[j] = v > acc_run[j] ? v : acc_run[j];
+                    }
+                } else {
+                    for (size_t j = 0; j < count; j++)
+                        acc_run[j] += xr[j * stride_w];
                 }
-            } else {
-                for (size_t j = 0; j < count; j++)
-                    acc_run[j] += xr[j * stride_w];
             }
         }
+        if (taps.hi > next_tap) next_tap = taps.hi;
     }
 }
 
@@ -56,7 +67,8 @@ static uint32_t taps_counted(int64_t first, uint32_t dil, uint32_t k, uint32_t n
 
 void kann_f32_pool2d_ref(const void *args, const kann_exec *ex) {
     const kann_pool2d_args *a = args;
-    if (a->tile.begin >= a->tile.end) return;
+    /* Nothing to write: do not spin through extents that no output bounds. */
+    if (a->tile.begin >= a->tile.end || a->h_out == 0 || a->w_out == 0) return;
     const float *x = kann_cref(ex, a->x);
     float *y = kann_mref(ex, a->y);
     int is_max = a->kind == KANN_POOL_MAX;

@@ -132,6 +132,13 @@ kann_status kann_host_npy_parse(const void *bytes, size_t n, const char *what, k
     if (!eat(&lx, '{')) goto bad;
     while (!eat(&lx, '}')) {
         if (!parse_string(&lx, key, sizeof key) || !eat(&lx, ':')) goto bad;
+        /* A repeated key would leave a mix of two values (dims of two shapes). */
+        if ((strcmp(key, "descr") == 0 && descr[0]) ||
+            (strcmp(key, "fortran_order") == 0 && fortran >= 0) ||
+            (strcmp(key, "shape") == 0 && have_shape)) {
+            why = "the header repeats a key";
+            goto bad;
+        }
         if (strcmp(key, "descr") == 0) {
             if (!parse_string(&lx, descr, sizeof descr)) {
                 why = "descr is not a simple type string";

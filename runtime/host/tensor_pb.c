@@ -21,8 +21,27 @@ static int pb_dtype_known(int32_t data_type) {
     }
 }
 
+/* The typed repeated field that data_type uses: its name, and in *n its element count. */
+static const char *typed_field(const Onnx__TensorProto *tp, size_t *n) {
+    switch (tp->data_type) {
+    case KANN_DTYPE_F32:
+        *n = tp->n_float_data;
+        return "float_data";
+    case KANN_DTYPE_I64:
+        *n = tp->n_int64_data;
+        return "int64_data";
+    default: /* i32, and u8, i8, bool: one element per int32_data entry */
+        *n = tp->n_int32_data;
+        return "int32_data";
+    }
+}
+
 /* Copies the typed repeated field that data_type uses into dst (count elements). */
 static const char *copy_typed(const Onnx__TensorProto *tp, void *dst, uint64_t count) {
+    size_t stored;
+    const char *field = typed_field(tp, &stored);
+    if (stored != count) return field;
+    if (count == 0) return NULL; /* an empty repeated field has a NULL array */
     switch (tp->data_type) {
     case KANN_DTYPE_F32:
         if (tp->n_float_data != count) return "float_data";
@@ -89,6 +108,20 @@ kann_status kann_host_pb_parse(const void *bytes, size_t n, const char *what, ka
         t->dims[k] = (uint32_t)tp->dims[k];
     }
     uint64_t size = count * esize;
+    /* The data must be there before anything is allocated for it: a few bytes of header can
+     * claim a shape of any size. */
+    size_t stored;
+    const char *field = typed_field(tp, &stored);
+    if (tp->has_raw_data ? tp->raw_data.len != size : stored != count) {
+        if (tp->has_raw_data)
+            snprintf(msg, sizeof msg, "raw_data has %zu bytes, the shape needs %llu",
+                     tp->raw_data.len, (unsigned long long)size);
+        else
+            snprintf(msg, sizeof msg, "%s does not hold the shape's %llu elements", field,
+                     (unsigned long long)count);
+        why = msg;
+        goto done;
+    }
     if (size > SIZE_MAX - 64) {
         why = "the tensor is too large";
         goto done;
@@ -109,7 +142,7 @@ kann_status kann_host_pb_parse(const void *bytes, size_t n, const char *what, ka
         }
         if (size) memcpy(t->data, tp->raw_data.data, (size_t)size);
     } else {
-        const char *field = copy_typed(tp, t->data, count);
+        field = copy_typed(tp, t->data, count);
         if (field) {
             snprintf(msg, sizeof msg, "%s does not hold the shape's %llu elements", field,
                      (unsigned long long)count);

@@ -114,6 +114,38 @@ const char *kann_model_record_node(const kann_model *m, uint32_t record);
 /* Value of the META entry key ("producer", "source_sha256", ...), NULL if absent. */
 const char *kann_model_meta(const kann_model *m, const char *key);
 
+/* Read-only views of a validated model's record streams, for backends that run the records
+ * somewhere else than the walker (the OpenCL executor). Everything points into the model bytes. */
+uint32_t kann_model_n_phases(const kann_model *m);
+uint32_t kann_model_n_records(const kann_model *m);
+/* Stream s holds records [*first, *first + *count), its barriers included. */
+kann_status kann_model_stream(const kann_model *m, uint32_t s, uint32_t *first, uint32_t *count);
+/* Record r: its kernel id (0 for a barrier) and its argument struct (NULL and 0 for a barrier). */
+kann_status kann_model_record(const kann_model *m, uint32_t r, uint32_t *kernel, const void **args,
+                              uint32_t *args_size);
+/* The CONST and ARGS sections (NULL and 0 when empty). */
+const void *kann_model_consts(const kann_model *m, uint64_t *size);
+const void *kann_model_args(const kann_model *m, uint64_t *size);
+
+/* CPU kernel variants. kann_model_open picks the best ISA level this CPU runs; a caller may
+ * force another (to compare or test them): the results agree within float rounding. */
+typedef enum kann_isa {
+    KANN_ISA_GENERIC = 0, /* the portable C reference kernels */
+    KANN_ISA_AVX2 = 1, /* x86 AVX2 + FMA */
+    KANN_ISA_AVX512 = 2, /* x86 AVX-512 (F, VL, BW, DQ) */
+    KANN_ISA_COUNT
+} kann_isa;
+
+const char *kann_isa_name(kann_isa isa); /* "generic", "avx2", "avx512" */
+int kann_isa_from_name(const char *name); /* -1 if unknown */
+int kann_isa_supported(kann_isa isa); /* 1 if this build has it and this CPU runs it */
+kann_isa kann_isa_best(void);
+/* Switches an open model's kernels to isa; KANN_E_UNSUPPORTED if unsupported here. */
+kann_status kann_model_set_isa(kann_model *m, kann_isa isa, kann_error *err);
+kann_isa kann_model_isa(const kann_model *m);
+/* The function the model runs for kernel id (NULL if none): for tools that time records. */
+kann_kernel_fn kann_model_kernel(const kann_model *m, uint32_t kernel);
+
 /* One execution context: a model plus the caller's arena. Sessions of one model share nothing
  * but the read-only model, so several can run at once in different threads. */
 typedef struct kann_session {
@@ -138,6 +170,45 @@ kann_status kann_session_run(kann_session *s, kann_error *err);
 typedef void (*kann_barrier_fn)(void *ctx);
 kann_status kann_session_run_streams(kann_session *s, uint32_t first, uint32_t stride,
                                      kann_barrier_fn barrier, void *ctx);
+
+/* ---- static models (kann-c --emit c) -----------------------------------------------------
+ * A model compiled to C source for firmware: its records hold kernel function pointers and
+ * pointers to their argument structs, its weights are const arrays. Nothing is opened or
+ * validated at run time (kann-c ran the loader's checks before writing the source) and only
+ * the kernels the model uses are linked. The generated header names the model's
+ * kann_static_model and its arena size; the caller owns the arena (64-byte aligned). */
+typedef struct kann_static_record {
+    kann_kernel_fn fn; /* NULL: a barrier, the end of a phase */
+    const void *args;
+} kann_static_record;
+
+typedef struct kann_static_io {
+    const char *name;
+    uint32_t dtype; /* kann_dtype */
+    uint32_t rank;
+    uint32_t dims[KANN_MAX_IO_RANK];
+    size_t offset; /* in the arena */
+    size_t size; /* bytes */
+} kann_static_io;
+
+typedef struct kann_static_model {
+    size_t arena_size;
+    uint32_t n_streams, n_phases;
+    const kann_static_record *records; /* the streams back to back, each ending in a barrier */
+    const uint32_t *stream_first; /* [n_streams]: index of each stream's first record */
+    const void *consts; /* the weights the argument structs' KANN_SPACE_CONST refs point into */
+    uint32_t n_inputs, n_outputs;
+    const kann_static_io *io; /* inputs, then outputs */
+} kann_static_model;
+
+/* Runs every stream in this thread, phase by phase, like kann_session_run. */
+kann_status kann_static_run(const kann_static_model *m, void *arena);
+/* Like kann_session_run_streams, for several cores or threads sharing one arena. */
+kann_status kann_static_run_streams(const kann_static_model *m, void *arena, uint32_t first,
+                                    uint32_t stride, kann_barrier_fn barrier, void *ctx);
+/* Input/output i, with data pointing into arena. */
+kann_status kann_static_input(const kann_static_model *m, void *arena, uint32_t i, kann_tensor *t);
+kann_status kann_static_output(const kann_static_model *m, void *arena, uint32_t i, kann_tensor *t);
 
 #ifdef __cplusplus
 }

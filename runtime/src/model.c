@@ -1,15 +1,10 @@
 /* kann_model_open: the complete load-time validation of a model.bin (schemas/model-format.md,
  * "Load-time checks"), so the walker can run records without a single check. */
+#include "cpu_dispatch.h"
 #include "kann_format.h"
 #include "kann_kernels.h"
 #include "kann_private.h"
 
-/* The CPU reference backend: kernel id -> function, generated from the registry rows. */
-static const kann_kernel_fn cpu_ref_kernels[KANN_KERNEL_COUNT] = {
-#define KANN_KERNEL(ENUM, name, id, family) [id] = kann_##name##_ref,
-#include "kernels.def"
-#undef KANN_KERNEL
-};
 
 static const char *const section_names[KANN_SECTION_KIND_COUNT] = {
     [KANN_SECTION_META] = "META",       [KANN_SECTION_IO] = "IO",
@@ -494,7 +489,7 @@ kann_status kann_model_open(kann_model *m, const void *bytes, size_t size, kann_
         m->n_phases = ld.hdr->n_phases;
         m->consts = section_bytes(&ld, KANN_SECTION_CONST, &m->consts_size);
         m->args = section_bytes(&ld, KANN_SECTION_ARGS, &m->args_size);
-        m->kernels = cpu_ref_kernels;
+        m->kernels = kann_cpu_kernels(kann_isa_best()); /* the CPU backend, best ISA */
         st = check_names(&ld);
     }
     if (st == KANN_OK) st = check_meta(&ld);

@@ -11,6 +11,10 @@
 #include <time.h>
 
 #include "kann_host.h"
+#include "kann_profile.h"
+#ifdef KANN_WITH_OPENCL
+#include "kann_opencl.h"
+#endif
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_BAD_FILE = 3 };
 
@@ -24,8 +28,17 @@ static const char usage_text[] =
     "  --output-dir DIR   write every output as DIR/<output name>.npy\n"
     "  --threads T        worker threads (default: online CPUs, at most the model's streams)\n"
     "  --pin              pin worker threads to CPUs\n"
+    "  --isa ISA          CPU kernels: generic, avx2 or avx512 (default: $KANN_ISA, else the\n"
+    "                     best this CPU runs)\n"
     "  --bench N          run N timed times after warm-up runs; print min/median/p90 ms\n"
     "  --warmup W         warm-up runs before --bench (default 5)\n"
+    "  --backend B        cpu (default) or opencl\n"
+    "  --device D         OpenCL device: index or name substring (default: $KANN_OPENCL_DEVICE,\n"
+    "                     else the first GPU, else the first device)\n"
+    "  --queues Q         OpenCL: sub-device queues for the streams (default: one per stream)\n"
+    "  --list-devices     print the OpenCL devices and exit\n"
+    "  --profile          per-layer times (opencl: from OpenCL profiling events; cpu: every\n"
+    "                     layer alone, single-threaded, over the --bench runs, else 10)\n"
     "  --json             print a machine-readable summary on stdout\n"
     "  --info             print the model's inputs, outputs, streams and arena size\n"
     "  -h, --help         this text\n"
@@ -56,6 +69,10 @@ typedef struct options {
     long bench;   /* 0: one run */
     long warmup;
     int json, info, pin;
+    const char *backend, *device; /* OpenCL: --backend opencl, --device */
+    long queues;
+    int profile;
+    const char *isa; /* NULL: $KANN_ISA, else the best */
 } options;
 
 static int parse_count(const char *flag, const char *text, long min, long *out) {
@@ -68,6 +85,53 @@ static int parse_count(const char *flag, const char *text, long min, long *out) 
     }
     *out = v;
     return 0;
+}
+
+/* The OpenCL executor when --backend opencl is given (NULL: the CPU thread pool runs). */
+#ifdef KANN_WITH_OPENCL
+static kann_opencl *opencl_exec;
+#endif
+
+static int list_opencl_devices(void) {
+#ifdef KANN_WITH_OPENCL
+    kann_error err;
+    if (kann_opencl_list_devices(stdout, &err) == KANN_OK) return EXIT_OK;
+    error("%s", err.message);
+#else
+    error("this kann-run was built without OpenCL");
+#endif
+    return EXIT_RUNTIME;
+}
+
+static kann_status run_once(kann_host_pool *pool, kann_session *s, kann_error *err) {
+#ifdef KANN_WITH_OPENCL
+    if (opencl_exec) return kann_opencl_run(opencl_exec, s, err);
+#endif
+    return kann_host_pool_run(pool, s, err);
+}
+
+/* Sets up the OpenCL executor for --backend opencl. */
+static int open_opencl(const options *o, const kann_model *m) {
+#ifdef KANN_WITH_OPENCL
+    kann_error err;
+    kann_opencl_options oo = {0};
+    oo.device = o->device;
+    oo.max_queues = (uint32_t)o->queues;
+    oo.profile = o->profile;
+    if (kann_opencl_open(&opencl_exec, m, &oo, &err) != KANN_OK) {
+        error("%s: opencl: %s (%s)", o->model, err.message, kann_status_name(err.status));
+        return err.status == KANN_E_UNSUPPORTED ? EXIT_BAD_FILE : EXIT_RUNTIME;
+    }
+    if (!o->json)
+        fprintf(stderr, "kann-run: opencl device %s, %u queue%s\n",
+                kann_opencl_device_name(opencl_exec), kann_opencl_n_queues(opencl_exec),
+                kann_opencl_n_queues(opencl_exec) > 1 ? "s" : "");
+    return EXIT_OK;
+#else
+    (void)m;
+    error("%s: this kann-run was built without OpenCL", o->model);
+    return EXIT_RUNTIME;
+#endif
 }
 
 static int parse_args(int argc, char **argv, options *o) {
@@ -98,6 +162,24 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--warmup")) {
             if (!has_value) return usage_error("--warmup needs a count");
             if (parse_count(a, argv[++i], 0, &o->warmup)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--isa")) {
+            if (!has_value) return usage_error("--isa needs generic, avx2 or avx512");
+            o->isa = argv[++i];
+        } else if (!strcmp(a, "--backend")) {
+            if (!has_value) return usage_error("--backend needs cpu or opencl");
+            o->backend = argv[++i];
+            if (strcmp(o->backend, "cpu") && strcmp(o->backend, "opencl"))
+                return usage_error("--backend is cpu or opencl");
+        } else if (!strcmp(a, "--device")) {
+            if (!has_value) return usage_error("--device needs an index or a name");
+            o->device = argv[++i];
+        } else if (!strcmp(a, "--queues")) {
+            if (!has_value) return usage_error("--queues needs a count");
+            if (parse_count(a, argv[++i], 1, &o->queues)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--profile")) {
+            o->profile = 1;
+        } else if (!strcmp(a, "--list-devices")) {
+            exit(list_opencl_devices());
         } else if (!strcmp(a, "--pin")) {
             o->pin = 1;
         } else if (!strcmp(a, "--json")) {
@@ -376,7 +458,7 @@ static int run_model(const options *o, kann_host_pool *pool, kann_session *s, la
     }
     for (long i = 0; i < warmup + runs; i++) {
         double t0 = now_ms();
-        if (kann_host_pool_run(pool, s, &err) != KANN_OK) {
+        if (run_once(pool, s, &err) != KANN_OK) {
             error("%s: run failed: %s", o->model, err.message);
             free(times);
             return EXIT_RUNTIME;
@@ -418,7 +500,8 @@ static void print_json(const options *o, const kann_session *s, uint32_t threads
     const kann_model *m = s->model;
     printf("{\"model\": ");
     json_string(o->model);
-    printf(", \"threads\": %u, \"streams\": %u, \"outputs\": [", threads, kann_model_n_streams(m));
+    printf(", \"threads\": %u, \"streams\": %u, \"isa\": \"%s\", \"outputs\": [", threads,
+           kann_model_n_streams(m), kann_isa_name(kann_model_isa(m)));
     uint32_t n_out = kann_model_n_outputs(m);
     for (uint32_t i = 0; i < n_out; i++) {
         kann_tensor t;
@@ -472,6 +555,38 @@ static void print_summary(const kann_session *s) {
         printf("  %8zu  %.6g\n", index[i], value[i]);
 }
 
+/* The per-layer table of --profile, on stderr when --json owns stdout. */
+static int print_profile(const options *o, kann_session *s) {
+    kann_profile_row *rows;
+    uint32_t n;
+    kann_error err;
+    uint32_t runs = o->bench ? (uint32_t)o->bench : 10;
+    if (kann_profile_run(s, runs, &rows, &n, &err) != KANN_OK) {
+        error("%s", err.message);
+        return EXIT_RUNTIME;
+    }
+    FILE *out = o->json ? stderr : stdout;
+    double total = 0, macs = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        total += rows[i].ms;
+        macs += rows[i].macs;
+    }
+    fprintf(out, "profile (%s kernels, mean of %u single-threaded runs):\n",
+            kann_isa_name(kann_model_isa(s->model)), runs);
+    fprintf(out, "%-36s %-20s %10s %9s %8s %6s\n", "node", "kernel", "MMAC", "ms", "GFLOPS",
+            "%");
+    for (uint32_t i = 0; i < n; i++) {
+        const kann_profile_row *r = &rows[i];
+        fprintf(out, "%-36.36s %-20s %10.2f %9.4f %8.1f %6.2f\n", r->node[0] ? r->node : "-",
+                r->kernel, r->macs / 1e6, r->ms,
+                r->ms > 0 ? 2 * r->macs / (r->ms * 1e6) : 0.0, total > 0 ? 100 * r->ms / total : 0);
+    }
+    fprintf(out, "%-36s %-20s %10.2f %9.4f %8.1f %6.2f\n", "total", "", macs / 1e6, total,
+            total > 0 ? 2 * macs / (total * 1e6) : 0.0, 100.0);
+    free(rows);
+    return EXIT_OK;
+}
+
 int main(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
@@ -488,6 +603,20 @@ int main(int argc, char **argv) {
         error("%s: %s (%s)", o.model, err.message, kann_status_name(err.status));
         kann_host_file_free(&file);
         return EXIT_BAD_FILE;
+    }
+    const char *isa = o.isa ? o.isa : getenv("KANN_ISA");
+    if (isa && *isa) {
+        int level = kann_isa_from_name(isa);
+        if (level < 0) {
+            error("unknown ISA '%s' (generic, avx2 or avx512)", isa);
+            kann_host_file_free(&file);
+            return EXIT_USAGE;
+        }
+        if (kann_model_set_isa(&model, (kann_isa)level, &err) != KANN_OK) {
+            error("%s", err.message);
+            kann_host_file_free(&file);
+            return EXIT_RUNTIME;
+        }
     }
     if (o.info) {
         print_info(o.model, &model);
@@ -517,6 +646,8 @@ int main(int argc, char **argv) {
         error("%s", err.message);
         goto done;
     }
+    if (o.backend && !strcmp(o.backend, "opencl") && (rc = open_opencl(&o, &model)) != EXIT_OK)
+        goto done;
     rc = load_inputs(&o, &session);
     if (rc != EXIT_OK) goto done;
     latency lat;
@@ -524,6 +655,9 @@ int main(int argc, char **argv) {
     if (rc != EXIT_OK) goto done;
     rc = write_outputs(&o, &session);
     if (rc != EXIT_OK) goto done;
+    if (o.profile && (!o.backend || !strcmp(o.backend, "cpu")) &&
+        (rc = print_profile(&o, &session)) != EXIT_OK)
+        goto done;
     if (o.json) {
         print_json(&o, &session, threads, &lat);
     } else {
@@ -532,7 +666,14 @@ int main(int argc, char **argv) {
             printf("latency over %ld runs, %u threads: min %.3f ms, median %.3f ms, p90 %.3f ms\n",
                    lat.runs, threads, lat.min, lat.median, lat.p90);
     }
+#ifdef KANN_WITH_OPENCL
+    if (opencl_exec && o.profile && kann_opencl_print_profile(opencl_exec, stdout, &err) != KANN_OK)
+        error("%s", err.message);
+#endif
 done:
+#ifdef KANN_WITH_OPENCL
+    kann_opencl_free(opencl_exec);
+#endif
     kann_host_pool_free(pool);
     kann_host_arena_free(arena);
     kann_host_file_free(&file);

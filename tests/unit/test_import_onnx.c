@@ -851,23 +851,47 @@ static void test_non_tensor_input(void **state) {
     assert_message(c, "value 'seq': graph input has type 'sequence'");
 }
 
-static void test_model_function_calls_import_as_unknown(void **state) {
+/* A call of a model-local function is inlined: its body's nodes replace the call, bound to the
+ * call's values; a call of an op that no function or table row defines stays unknown. */
+static void test_model_function_calls_are_inlined(void **state) {
     ctx *c = *state;
     Onnx__ModelProto *m = new_model(13);
     add_opset(m, "local", 1);
     Onnx__FunctionProto *fn = NEW(Onnx__FunctionProto, ONNX__FUNCTION_PROTO__INIT);
     fn->name = (char *)"Twice";
     fn->domain = (char *)"local";
+    PUSH(fn->input, fn->n_input, (char *)"a");
+    PUSH(fn->output, fn->n_output, (char *)"b");
+    Onnx__NodeProto *body = NEW(Onnx__NodeProto, ONNX__NODE_PROTO__INIT);
+    body->op_type = (char *)"Add";
+    PUSH(body->input, body->n_input, (char *)"a");
+    PUSH(body->input, body->n_input, (char *)"a");
+    PUSH(body->output, body->n_output, (char *)"b");
+    PUSH(fn->node, fn->n_node, body);
+    Onnx__OperatorSetIdProto *o = NEW(Onnx__OperatorSetIdProto, ONNX__OPERATOR_SET_ID_PROTO__INIT);
+    o->domain = (char *)"";
+    o->has_version = 1;
+    o->version = 13;
+    PUSH(fn->opset_import, fn->n_opset_import, o);
     PUSH(m->functions, m->n_functions, fn);
     add_input(m, value_info("X", KC_DTYPE_FLOAT, -1, NULL, NULL));
     Onnx__NodeProto *n =
         add_node(m, "Twice", "call", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
     n->domain = (char *)"local";
-    add_output(m, value_info("Y", KC_DTYPE_FLOAT, -1, NULL, NULL));
+    Onnx__NodeProto *u =
+        add_node(m, "Thrice", "other", (const char *[]){"Y", NULL}, (const char *[]){"Z", NULL});
+    u->domain = (char *)"local";
+    add_output(m, value_info("Z", KC_DTYPE_FLOAT, -1, NULL, NULL));
     import_ok(c, m);
-    assert_int_equal(c->g->nodes[0].op, KC_OP_UNKNOWN);
-    assert_string_equal(c->g->nodes[0].domain, "local");
-    assert_int_equal(c->g->nodes[0].opset, 1);
+    assert_int_equal(c->g->n_nodes, 2);
+    const kc_node *add = &c->g->nodes[0];
+    assert_int_equal(add->op, KC_OP_Add);
+    assert_string_equal(c->g->values[add->inputs[0]].name, "X");
+    assert_string_equal(c->g->values[add->inputs[1]].name, "X");
+    assert_string_equal(c->g->values[add->outputs[0]].name, "Y");
+    assert_int_equal(c->g->nodes[1].op, KC_OP_UNKNOWN);
+    assert_string_equal(c->g->nodes[1].domain, "local");
+    assert_int_equal(c->g->nodes[1].opset, 1);
 }
 
 /* ---- external data ---- */
@@ -1174,7 +1198,7 @@ int main(void) {
         TEST(test_every_attribute_kind),
         TEST(test_bad_attribute_tensor),
         TEST(test_non_tensor_input),
-        TEST(test_model_function_calls_import_as_unknown),
+        TEST(test_model_function_calls_are_inlined),
         TEST(test_external_data),
         TEST(test_external_data_errors),
         TEST(test_external_data_without_path),

@@ -1,0 +1,143 @@
+/* libFuzzer target: kann_model_open on arbitrary bytes and, when the loader accepts them, one
+ * run of the model. The loader's promise is "accepted => safe to run": a run that reads or
+ * writes outside the arena, the constants or the I/O buffers is a finding. Bytes refused for a
+ * CRC are tried again with their CRCs made right, so that mutations reach the structural
+ * checks behind the checksums. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kann.h"
+#include "kann_format.h"
+#include "kann_kernels.h"
+#include "kbin_writer.h"
+
+/* Models whose arena is larger than this are opened and validated but not run: the fuzzer's
+ * memory limit is about the fuzzer, not the model. */
+#define FUZZ_MAX_ARENA ((uint64_t)64 << 20)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Models whose kernels would do more inner-loop steps than this are validated but not run.
+ * The loader bounds every access, not the time a run takes: a valid record may ask for 2^32
+ * multiply-adds over one broadcast element (schemas/safety.md, "What the loader does not
+ * bound"). */
+#define FUZZ_MAX_WORK 1e8
+
+static double min_d(double a, double b) {
+    return a < b ? a : b;
+}
+
+/* Loop steps of one validated record: a generous upper bound from its extents, counting the
+ * outer loops too. Taps of a window that fall outside the input are skipped, so at most
+ * min(k, n_in) of them count. A kernel family this harness does not know yields infinity (the
+ * model is then not run). */
+static double record_work(uint32_t kernel, const void *args) {
+    const kann_tile *t = args;
+    double tile = (double)t->end - t->begin;
+    switch (kernel) {
+    case KANN_KERNEL_F32_CONV2D: {
+        const kann_conv2d_args *a = args;
+        double channels = t->axis == 0 ? tile : a->c_out, rows = t->axis == 1 ? tile : a->h_out;
+        return a->n *
+               (1.0 +
+                channels * (1.0 + rows * (1.0 + a->w_out * (1.0 + (a->c_in / a->group) *
+                                                                      min_d(a->k_h, a->h_in) *
+                                                                      min_d(a->k_w, a->w_in)))));
+    }
+    case KANN_KERNEL_F32_MATMUL: {
+        const kann_matmul_args *a = args;
+        double rows = t->axis == 0 ? tile : a->m, cols = t->axis == 1 ? tile : a->n;
+        return a->batch * (1.0 + rows * (1.0 + cols * (a->k + 2.0)));
+    }
+    case KANN_KERNEL_F32_BINARY:
+    case KANN_KERNEL_F32_TRANSPOSE:
+    case KANN_KERNEL_F32_ACT:
+        return tile;
+    case KANN_KERNEL_F32_CHANNEL_AFFINE: {
+        const kann_channel_affine_args *a = args;
+        return tile * (1.0 + a->inner);
+    }
+    case KANN_KERNEL_F32_POOL2D: {
+        const kann_pool2d_args *a = args;
+        return (1.0 + a->w_out) *
+               (1.0 + tile * a->h_out * (1.0 + min_d(a->k_h, a->h_in) * min_d(a->k_w, a->w_in)));
+    }
+    case KANN_KERNEL_F32_GLOBAL_AVGPOOL: {
+        const kann_global_avgpool_args *a = args;
+        return tile * (1.0 + a->spatial);
+    }
+    case KANN_KERNEL_F32_SOFTMAX: {
+        const kann_softmax_args *a = args;
+        return tile * (1.0 + 4.0 * a->axis_len * a->inner);
+    }
+    case KANN_KERNEL_F32_COPY: {
+        const kann_copy_args *a = args;
+        return tile * (1.0 + a->row_len);
+    }
+    default:
+        return 1.0 / 0.0;
+    }
+}
+
+static double model_work(const kann_model *m) {
+    const kann_record *r = m->records;
+    double work = 0;
+    for (uint32_t i = 0; i < m->n_records; i++)
+        if (r[i].kernel != KANN_KERNEL_BARRIER)
+            work += 1.0 + record_work(r[i].kernel, m->args + r[i].args_offset);
+    return work;
+}
+
+/* Opens the model at bytes and, if the loader accepts it, checks what the API says about it and
+ * runs it once. */
+static void open_and_run(uint8_t *bytes, size_t size, int *crc_refused) {
+    kann_model m;
+    kann_error e;
+    kann_status st = kann_model_open(&m, bytes, size, &e);
+    *crc_refused = st == KANN_E_CRC;
+    if (st != KANN_OK) {
+        if (e.status != st || e.message[0] == '\0') __builtin_trap(); /* a rejection says why */
+        return;
+    }
+    /* Everything the API hands out about an accepted model must be readable. */
+    for (uint32_t i = 0; i < kann_model_n_inputs(&m); i++) {
+        kann_tensor t;
+        if (kann_model_input(&m, i, &t) != KANN_OK || strlen(t.name) > 1024) __builtin_trap();
+    }
+    for (uint32_t i = 0; i < kann_model_n_outputs(&m); i++) {
+        kann_tensor t;
+        if (kann_model_output(&m, i, &t) != KANN_OK || strlen(t.name) > 1024) __builtin_trap();
+    }
+    (void)kann_model_meta(&m, "producer");
+    (void)kann_model_record_node(&m, 0);
+
+    uint64_t need = kann_model_arena_size(&m);
+    if (need > FUZZ_MAX_ARENA || model_work(&m) > FUZZ_MAX_WORK) return;
+    /* Exactly the size the model asks for, so ASan catches a kernel that steps past it. */
+    void *arena;
+    if (posix_memalign(&arena, 64, need ? (size_t)need : 1) != 0) return;
+    memset(arena, 0, need ? (size_t)need : 1);
+    kann_session s;
+    if (kann_session_init(&s, &m, arena, (size_t)need, &e) != KANN_OK) __builtin_trap();
+    for (uint32_t i = 0; i < kann_model_n_inputs(&m); i++) {
+        kann_tensor t;
+        if (kann_session_input(&s, i, &t) == KANN_OK) memset(t.data, 0x3f, t.size);
+    }
+    if (kann_session_run(&s, &e) != KANN_OK) __builtin_trap();
+    free(arena);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    /* The loader wants 8-byte aligned bytes; libFuzzer's buffer has no alignment promise. An
+     * exact-size allocation lets ASan see any read past the end of the file. */
+    void *mem;
+    if (posix_memalign(&mem, 64, size ? size : 1) != 0) return 0;
+    uint8_t *bytes = mem;
+    if (size) memcpy(bytes, data, size);
+    int crc_refused;
+    open_and_run(bytes, size, &crc_refused);
+    if (crc_refused && kbin_fix_crcs(bytes, size) == 0) open_and_run(bytes, size, &crc_refused);
+    free(bytes);
+    return 0;
+}

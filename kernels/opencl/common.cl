@@ -1,0 +1,81 @@
+/* Shared by every OpenCL kernel: how a kernel reads its record's argument struct, and the
+ * activation epilogues. The host prepends the A_<family>_<field> word offsets, generated from
+ * the C structs of kernels/kann_kernels.h with offsetof, so the two layouts cannot drift.
+ *
+ * Every kernel takes the same four arguments: the ARGS section as 32-bit words, the word index
+ * of its record's struct, the arena and the constants. A (space, offset) reference in the
+ * struct becomes a pointer into the arena or the constants buffer. */
+
+#define KANN_KERNEL_ARGS                                                                           \
+    global const uint *args, uint at, global float *arena, global const float *consts
+
+#define U(f) (args[at + (f)])
+#define F(f) as_float(args[at + (f)])
+#define I(f) ((int)args[at + (f)])
+/* kann_ref: u32 space, u32 reserved, u64 byte offset (4-byte aligned: validated at load) */
+#define REF_SPACE(f) U(f)
+#define REF_INDEX(f) ((size_t)(((((ulong)U((f) + 3)) << 32) | (ulong)U((f) + 2)) >> 2))
+#define IN_REF(f)                                                                                  \
+    (REF_SPACE(f) == 2 ? consts + REF_INDEX(f) : (global const float *)arena + REF_INDEX(f))
+#define OUT_REF(f) (arena + REF_INDEX(f))
+
+/* kann_tile is the first member of every argument struct. */
+#define TILE_AXIS U(0)
+#define TILE_BEGIN U(1)
+#define TILE_END U(2)
+
+/* kann_act_kind, applied one value at a time (the kind known only at run time). Comparisons
+ * are written so that NaN stays NaN, as in the reference kernels. */
+inline float kann_clip(float x, float lo, float hi) {
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
+}
+
+/* log(1 + exp(x)) without overflow for large x. */
+inline float kann_softplus(float x) {
+    return x > 0.0f ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
+inline float kann_act(uint kind, float alpha, float beta, float x) {
+    switch (kind) {
+    case 1:
+        return x < 0.0f ? 0.0f : x;
+    case 2:
+        return kann_clip(x, alpha, beta);
+    case 3:
+        return x < 0.0f ? alpha * x : x;
+    case 4:
+        return 1.0f / (1.0f + exp(-x));
+    case 5:
+        return kann_clip(alpha * x + beta, 0.0f, 1.0f);
+    case 6:
+        return x * kann_clip(x * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
+    case 7:
+        return tanh(x);
+    case 8:
+        return x < 0.0f ? alpha * expm1(x) : x;
+    case 9:
+        return beta * (x <= 0.0f ? alpha * expm1(x) : x);
+    case 10:
+        return x < 0.0f ? alpha * expm1(x / alpha) : x;
+    case 11:
+        return kann_softplus(x);
+    case 12:
+        return x / (1.0f + fabs(x));
+    case 13:
+        return x > alpha ? x : 0.0f;
+    case 14:
+        return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f));
+    case 15:
+        return 0.5f * x * (1.0f + tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case 16:
+        return x * tanh(kann_softplus(x));
+    case 17:
+        return x / (1.0f + exp(-x));
+    default:
+        return x;
+    }
+}
+
+#define ACT_ARGS(family)                                                                           \
+    U(A_##family##_act_kind), F(A_##family##_act_alpha), F(A_##family##_act_beta)

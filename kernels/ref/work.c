@@ -1,0 +1,30 @@
+/* Multiply-adds one record does, from its argument struct and tile: what a profile divides its
+ * time by. Kernels that only move or map values count none. */
+#include "kann_kernels.h"
+
+/* The share [begin, end) of axis in a tile, or the whole extent for the other axes. */
+static double share(const kann_tile *t, uint32_t axis, uint32_t extent) {
+    return t->axis == axis ? (double)t->end - t->begin : (double)extent;
+}
+
+double kann_record_macs(uint32_t kernel, const void *args) {
+    switch (kernel) {
+    case KANN_KERNEL_F32_CONV2D:
+    case KANN_KERNEL_F32_DWCONV2D: {
+        const kann_conv2d_args *a = args;
+        double taps = (double)a->k_h * a->k_w * (a->group ? a->c_in / a->group : 0);
+        return a->n * share(&a->tile, 0, a->c_out) * share(&a->tile, 1, a->h_out) * a->w_out * taps;
+    }
+    case KANN_KERNEL_F32_CONV2D_PACKED: {
+        const kann_conv2d_packed_args *a = args;
+        double k = (double)a->c_in * a->k_h * a->k_w;
+        return share(&a->tile, 0, a->c_out) * share(&a->tile, 1, a->h_out * a->w_out) * k;
+    }
+    case KANN_KERNEL_F32_MATMUL: {
+        const kann_matmul_args *a = args;
+        return (double)a->batch * share(&a->tile, 0, a->m) * share(&a->tile, 1, a->n) * a->k;
+    }
+    default:
+        return 0.0;
+    }
+}

@@ -1,0 +1,105 @@
+/* conv2d_packed for AVX2 + FMA: a 6 x 16 register tile (12 YMM accumulators), run on the two
+ * 6-row halves of each 12-channel weight panel; bias, residual and activation fused into the
+ * store. */
+#include <immintrin.h>
+
+#include "kann_x86.h"
+#include "ref/act.h"
+#include "ref/conv2d_packed.h"
+#include "simd_act.h"
+
+#define NR 16
+#define MR 6
+
+/* Lanes j < n of a YMM vector (n <= 8) as a maskload/maskstore mask. */
+static inline __m256i lane_mask(size_t n) {
+    __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), iota);
+}
+
+static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
+    __m256 c[MR][2];
+    size_t n = t->n, ldb = t->ldb;
+    {
+        __m256i m0 = lane_mask(n), m1 = lane_mask(n > 8 ? n - 8 : 0);
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) {
+            c[r][0] = c[r][1] = _mm256_setzero_ps();
+            if (!t->first && (size_t)r < rows) { /* continue the partial sums in y */
+                const float *y = t->y + (row0 + (size_t)r) * t->ldy;
+                c[r][0] = _mm256_maskload_ps(y, m0);
+                c[r][1] = _mm256_maskload_ps(y + 8, m1);
+            }
+        }
+    }
+    const float *w = t->w + row0, *b = t->b;
+    if (n == NR) {
+        for (size_t k = 0; k < t->k; k++, w += KANN_CONV_PANEL, b += ldb) {
+            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+            for (int r = 0; r < MR; r++) {
+                __m256 a = _mm256_broadcast_ss(w + r);
+                c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
+                c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+            }
+        }
+    } else {
+        __m256i m0 = lane_mask(n), m1 = lane_mask(n > 8 ? n - 8 : 0);
+        for (size_t k = 0; k < t->k; k++, w += KANN_CONV_PANEL, b += ldb) {
+            __m256 b0 = _mm256_maskload_ps(b, m0), b1 = _mm256_maskload_ps(b + 8, m1);
+#pragma GCC unroll 6
+            for (int r = 0; r < MR; r++) {
+                __m256 a = _mm256_broadcast_ss(w + r);
+                c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
+                c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+            }
+        }
+    }
+    const kann_act *act = t->act;
+    int vec_act = kann_act_vectorizes(act);
+    __m256 lo = _mm256_set1_ps(kann_act_lo(act)), hi = _mm256_set1_ps(kann_act_hi(act));
+    __m256i m0 = lane_mask(n), m1 = lane_mask(n > 8 ? n - 8 : 0);
+    if (!t->last) {
+        for (size_t r = 0; r < rows; r++) {
+            float *y = t->y + (row0 + r) * t->ldy;
+            _mm256_maskstore_ps(y, m0, c[r][0]);
+            _mm256_maskstore_ps(y + 8, m1, c[r][1]);
+        }
+        return;
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) {
+        if ((size_t)r >= rows) break;
+        size_t row = row0 + (size_t)r;
+        float *y = t->y + row * t->ldy;
+        __m256 v0 = c[r][0], v1 = c[r][1];
+        if (t->bias) {
+            __m256 bv = _mm256_set1_ps(t->bias[row]);
+            v0 = _mm256_add_ps(v0, bv);
+            v1 = _mm256_add_ps(v1, bv);
+        }
+        if (t->res) {
+            const float *res = t->res + row * t->ldy;
+            v0 = _mm256_add_ps(v0, _mm256_maskload_ps(res, m0));
+            v1 = _mm256_add_ps(v1, _mm256_maskload_ps(res + 8, m1));
+        }
+        if (vec_act) {
+            v0 = kann_act256(v0, act, lo, hi);
+            v1 = kann_act256(v1, act, lo, hi);
+        }
+        _mm256_maskstore_ps(y, m0, v0);
+        _mm256_maskstore_ps(y + 8, m1, v1);
+        if (!vec_act)
+            for (size_t j = 0; j < n; j++)
+                y[j] = kann_act_apply(act, y[j]);
+    }
+}
+
+static void microkernel_12x16(const kann_conv_tile *t) {
+    half_6x16(t, 0, t->mr < MR ? t->mr : MR);
+    if (t->mr > MR) half_6x16(t, MR, t->mr - MR);
+}
+
+void kann_f32_conv2d_packed_6x16_avx2(const void *args, const kann_exec *ex) {
+    kann_conv2d_packed_drive(args, ex, NR, microkernel_12x16);
+}

@@ -1,0 +1,23 @@
+/* The x86 SIMD kernel variants (variants.def) and the CPU feature test that picks them. Built
+ * only for x86 processors; each variant's file is compiled for its ISA, so call a variant only
+ * when kann_x86_supports says the CPU (and the OS) can run it. */
+#ifndef KANN_X86_H
+#define KANN_X86_H
+
+#include "kann_kernels.h"
+
+typedef enum kann_x86_level {
+    KANN_X86_AVX2 = 1,   /* AVX2 + FMA, YMM state enabled by the OS */
+    KANN_X86_AVX512 = 2, /* AVX-512 F, VL, BW, DQ, ZMM state enabled by the OS */
+} kann_x86_level;
+
+/* 1 if this CPU and OS can run code of that level. */
+int kann_x86_supports(kann_x86_level level);
+
+#define KANN_X86_VARIANT(ENUM, avx2, avx512)                                                       \
+    void avx2(const void *args, const kann_exec *ex);                                              \
+    void avx512(const void *args, const kann_exec *ex);
+#include "variants.def"
+#undef KANN_X86_VARIANT
+
+#endif

@@ -1,0 +1,256 @@
+/* The OpenCL launch table: for each kernel id, which program (and build macros) runs a record,
+ * under which entry point and NDRange, chosen per device type: CPU-style work-items (local size
+ * 1, vector accumulators) on CPU devices, local-memory tiles on GPUs. */
+#include <stdio.h>
+#include <string.h>
+
+#include "host_private.h"
+#include "kann_kernels.h"
+#include "opencl_internal.h"
+
+static size_t round_up(size_t v, size_t to) {
+    return (v + to - 1) / to * to;
+}
+
+/* The launch of an elementwise-style kernel over dims (d0, d1, d2): work-groups along d0. */
+static void simple_launch(kann_ocl_launch *l, const char *entry, size_t d0, size_t d1, size_t d2) {
+    size_t group = d0 >= 64 ? 64 : 8;
+    l->program = KANN_OCL_PROGRAM_GENERIC;
+    l->options[0] = '\0';
+    l->entry = entry;
+    l->has_local = 1;
+    l->local[0] = group;
+    l->local[1] = l->local[2] = 1;
+    l->global[0] = d1 && d2 ? round_up(d0, group) : 0;
+    l->global[1] = d1;
+    l->global[2] = d2;
+}
+
+/* The shape fields conv2d, dwconv2d and conv2d_packed share. */
+typedef struct conv_shape {
+    uint32_t n, c_in, h_in, w_in, c_out, h_out, w_out, group;
+    uint32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    uint32_t act, has_bias, has_res;
+    uint32_t m_b, m_e, p_b, p_e; /* the tile as channels and flat output pixels */
+} conv_shape;
+
+static void conv_launch(const conv_shape *c, int packed, cl_device_type type, kann_ocl_launch *l) {
+    int pointwise = c->k_h == 1 && c->k_w == 1 && c->stride_h == 1 && c->stride_w == 1 &&
+                    c->pad_top == 0 && c->pad_left == 0 && c->h_in == c->h_out &&
+                    c->w_in == c->w_out && c->group == 1;
+    size_t n_m = c->m_e - c->m_b, n_p = c->p_e - c->p_b;
+    memset(l->global, 0, sizeof l->global);
+    l->local[0] = l->local[1] = l->local[2] = 1;
+    l->has_local = 1;
+    int len = snprintf(l->options, sizeof l->options,
+                       "-DFAM=%s -DPACKED=%d -DKH=%u -DKW=%u -DSH=%u -DSW=%u -DDH=%u -DDW=%u "
+                       "-DPT=%u -DPL=%u -DACT=%u -DHAS_BIAS=%u -DHAS_RES=%u",
+                       packed ? "conv2d_packed" : "conv2d", packed, c->k_h, c->k_w, c->stride_h,
+                       c->stride_w, c->dil_h, c->dil_w, c->pad_top, c->pad_left, c->act,
+                       c->has_bias, c->has_res);
+    if (n_m == 0 || n_p == 0 || c->n == 0) return;
+    if (type & CL_DEVICE_TYPE_CPU) {
+        unsigned mb = packed ? 12 : c->group == 1 ? 8 : 1, vw, nv;
+        if (pointwise) {
+            vw = 16;
+            nv = 2;
+        } else {
+            vw = c->w_out <= 8 ? 8 : 16;
+            nv = c->w_out > vw || mb == 1 ? 2 : 1;
+        }
+        snprintf(l->options + len, sizeof l->options - (size_t)len,
+                 " -DMB=%u -DVW=%u -DNV=%u -DPOINTWISE=%d", mb, vw, nv, pointwise);
+        l->program = KANN_OCL_PROGRAM_CONV_CPU;
+        l->entry = "f32_conv";
+        size_t pix = (size_t)vw * nv, blocks = (n_m + mb - 1) / mb;
+        if (pointwise) {
+            l->global[0] = (n_p + pix - 1) / pix;
+            l->global[1] = 1;
+        } else {
+            size_t r0 = c->p_b / c->w_out, r1 = (c->p_e - 1) / c->w_out + 1;
+            l->global[0] = (c->w_out + pix - 1) / pix;
+            l->global[1] = r1 - r0;
+        }
+        l->global[2] = (size_t)c->n * blocks;
+        return;
+    }
+    snprintf(l->options + len, sizeof l->options - (size_t)len, " -DVW=1");
+    l->program = KANN_OCL_PROGRAM_CONV_GPU;
+    if (c->group == 1) {
+        l->entry = "f32_conv_gemm";
+        l->local[0] = l->local[1] = 16;
+        l->global[0] = (n_p + 63) / 64 * 16;
+        l->global[1] = (n_m + 63) / 64 * 16;
+    } else {
+        l->entry = "f32_conv_direct";
+        l->local[0] = 64;
+        l->global[0] = round_up(n_p, 64);
+        l->global[1] = n_m;
+    }
+    l->global[2] = c->n;
+}
+
+static void conv_shape_from_conv2d(const kann_conv2d_args *a, conv_shape *c) {
+    *c = (conv_shape){a->n,
+                      a->c_in,
+                      a->h_in,
+                      a->w_in,
+                      a->c_out,
+                      a->h_out,
+                      a->w_out,
+                      a->group,
+                      a->k_h,
+                      a->k_w,
+                      a->stride_h,
+                      a->stride_w,
+                      a->dil_h,
+                      a->dil_w,
+                      a->pad_top,
+                      a->pad_left,
+                      a->act.kind,
+                      a->bias.space != KANN_SPACE_NONE,
+                      a->residual.space != KANN_SPACE_NONE,
+                      0,
+                      0,
+                      0,
+                      0};
+    c->m_b = 0;
+    c->m_e = a->c_out;
+    c->p_b = 0;
+    c->p_e = a->h_out * a->w_out;
+    if (a->tile.axis == 0) {
+        c->m_b = a->tile.begin;
+        c->m_e = a->tile.end;
+    } else {
+        c->p_b = a->tile.begin * a->w_out;
+        c->p_e = a->tile.end * a->w_out;
+    }
+}
+
+#ifdef KANN_CONV_PANEL
+static void conv_shape_from_packed(const kann_conv2d_packed_args *a, conv_shape *c) {
+    *c = (conv_shape){1,
+                      a->c_in,
+                      a->h_in,
+                      a->w_in,
+                      a->c_out,
+                      a->h_out,
+                      a->w_out,
+                      1,
+                      a->k_h,
+                      a->k_w,
+                      a->stride_h,
+                      a->stride_w,
+                      a->dil_h,
+                      a->dil_w,
+                      a->pad_top,
+                      a->pad_left,
+                      a->act.kind,
+                      a->bias.space != KANN_SPACE_NONE,
+                      a->residual.space != KANN_SPACE_NONE,
+                      0,
+                      0,
+                      0,
+                      0};
+    c->m_b = 0;
+    c->m_e = a->c_out;
+    c->p_b = 0;
+    c->p_e = a->h_out * a->w_out;
+    if (a->tile.axis == 0) {
+        c->m_b = a->tile.begin;
+        c->m_e = a->tile.end;
+    } else {
+        c->p_b = a->tile.begin;
+        c->p_e = a->tile.end;
+    }
+}
+#endif
+
+static void matmul_launch(const kann_matmul_args *a, kann_ocl_launch *l) {
+    uint32_t i_b = 0, i_e = a->m, j_b = 0, j_e = a->n;
+    if (a->tile.axis == 0) {
+        i_b = a->tile.begin;
+        i_e = a->tile.end;
+    } else {
+        j_b = a->tile.begin;
+        j_e = a->tile.end;
+    }
+    int dot8 = a->b_col_stride != 1 && a->a_col_stride == 1 && a->b_row_stride == 1;
+    l->program = KANN_OCL_PROGRAM_MATMUL;
+    l->entry = "f32_matmul";
+    snprintf(l->options, sizeof l->options, "-DVW=1 -DACT=%u -DHAS_BIAS=%d -DHAS_RES=%d -DDOT8=%d",
+             a->act.kind, a->bias.space != KANN_SPACE_NONE, a->residual.space != KANN_SPACE_NONE,
+             dot8);
+    l->has_local = 1;
+    l->local[0] = 16;
+    l->local[1] = l->local[2] = 1;
+    l->global[0] = i_e > i_b && a->batch ? round_up(j_e - j_b, 16) : 0;
+    l->global[1] = i_e - i_b;
+    l->global[2] = a->batch;
+}
+
+kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device_type type,
+                                 kann_ocl_launch *l, kann_error *err) {
+    memset(l, 0, sizeof *l);
+    const kann_tile *t = args;
+    size_t tile_len = (size_t)t->end - t->begin;
+    conv_shape c;
+    switch (kernel_id) {
+    case KANN_KERNEL_F32_CONV2D:
+        conv_shape_from_conv2d(args, &c);
+        conv_launch(&c, 0, type, l);
+        return KANN_OK;
+#ifdef KANN_CONV_PANEL
+    case KANN_KERNEL_F32_DWCONV2D:
+        conv_shape_from_conv2d(args, &c);
+        conv_launch(&c, 0, type, l);
+        return KANN_OK;
+    case KANN_KERNEL_F32_CONV2D_PACKED:
+        conv_shape_from_packed(args, &c);
+        conv_launch(&c, 1, type, l);
+        return KANN_OK;
+#endif
+    case KANN_KERNEL_F32_MATMUL:
+        matmul_launch(args, l);
+        return KANN_OK;
+    case KANN_KERNEL_F32_BINARY:
+        simple_launch(l, "f32_binary", tile_len, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_F32_ACT:
+        simple_launch(l, "f32_act", tile_len, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_F32_CHANNEL_AFFINE: {
+        const kann_channel_affine_args *a = args;
+        simple_launch(l, "f32_channel_affine", a->inner, tile_len, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_F32_POOL2D: {
+        const kann_pool2d_args *a = args;
+        simple_launch(l, "f32_pool2d", a->w_out, a->h_out, tile_len);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_F32_GLOBAL_AVGPOOL:
+        simple_launch(l, "f32_global_avgpool", tile_len, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_F32_SOFTMAX: {
+        const kann_softmax_args *a = args;
+        simple_launch(l, "f32_softmax", a->inner, a->axis_len ? tile_len : 0, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_F32_TRANSPOSE:
+        simple_launch(l, "f32_transpose", tile_len, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_F32_COPY: {
+        const kann_copy_args *a = args;
+        simple_launch(l, "f32_copy", a->row_len, tile_len, 1);
+        return KANN_OK;
+    }
+    default:
+        break;
+    }
+    const char *name = kernel_id < KANN_KERNEL_COUNT && kann_kernels[kernel_id].name
+                           ? kann_kernels[kernel_id].name
+                           : "(unknown id)";
+    return kann_host_fail(err, KANN_E_UNSUPPORTED, "the opencl backend has no kernel %s (id %u)",
+                          name, kernel_id);
+}

@@ -1,0 +1,86 @@
+/* kann_profile_run: times every record of a model, single-threaded, walking the streams phase
+ * by phase through the model's read-only accessors, and groups the records of one call. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "host_private.h"
+#include "kann_kernels.h"
+#include "kann_profile.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+kann_status kann_profile_run(kann_session *s, uint32_t runs, kann_profile_row **rows,
+                             uint32_t *n_rows, kann_error *err) {
+    if (!s || !s->model || !rows || !n_rows || runs == 0)
+        return kann_host_fail(err, KANN_E_ARGUMENT, "kann_profile_run: bad arguments");
+    const kann_model *m = s->model;
+    uint32_t n_streams = kann_model_n_streams(m), n_phases = kann_model_n_phases(m);
+    uint32_t n_records = kann_model_n_records(m);
+    /* row_of[r]: the row record r adds to, filled on the first run */
+    uint32_t *row_of = malloc(sizeof(uint32_t) * (n_records ? n_records : 1));
+    uint32_t *cursor = malloc(sizeof(uint32_t) * n_streams);
+    kann_profile_row *out = calloc(n_records ? n_records : 1, sizeof *out);
+    if (!row_of || !cursor || !out) {
+        free(row_of);
+        free(cursor);
+        free(out);
+        return kann_host_fail(err, KANN_E_RUNTIME, "kann_profile_run: out of memory");
+    }
+    uint32_t n = 0;
+    uint64_t consts_size;
+    kann_exec ex = {s->arena, kann_model_consts(m, &consts_size)};
+    for (uint32_t run = 0; run < runs; run++) {
+        for (uint32_t st = 0; st < n_streams; st++) {
+            uint32_t count;
+            kann_model_stream(m, st, &cursor[st], &count);
+        }
+        for (uint32_t phase = 0; phase < n_phases; phase++) {
+            uint32_t phase_first_row = n;
+            for (uint32_t st = 0; st < n_streams; st++) {
+                for (;;) {
+                    uint32_t r = cursor[st]++, kernel, size;
+                    const void *args;
+                    kann_model_record(m, r, &kernel, &args, &size);
+                    if (kernel == KANN_KERNEL_BARRIER) break;
+                    kann_kernel_fn fn = kann_model_kernel(m, kernel);
+                    double t0 = now_ms();
+                    fn(args, &ex);
+                    double dt = now_ms() - t0;
+                    if (run == 0) {
+                        const char *node = kann_model_record_node(m, r);
+                        const char *name = kann_kernels[kernel].name;
+                        uint32_t row = n;
+                        for (uint32_t i = phase_first_row; i < n; i++)
+                            if (!strcmp(out[i].node, node) && !strcmp(out[i].kernel, name)) row = i;
+                        if (row == n) {
+                            out[n].node = node;
+                            out[n].kernel = name;
+                            n++;
+                        }
+                        out[row].n_records++;
+                        out[row].macs += kann_record_macs(kernel, args);
+                        row_of[r] = row;
+                    }
+                    out[row_of[r]].ms += dt;
+                }
+            }
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        out[i].ms /= runs;
+    free(row_of);
+    free(cursor);
+    *rows = out;
+    *n_rows = n;
+    if (err) {
+        err->status = KANN_OK;
+        err->message[0] = '\0';
+    }
+    return KANN_OK;
+}
