@@ -2,6 +2,8 @@
 
   python3 bench/bench.py [--models-dir ../shared/models] [--threads 1,2] [--runs 50]
 
+Models: the shared ones (squeezenet1_1, mobilenet_v2, resnet18) when present, the sample CNN,
+and a BERT-style encoder (4 layers, hidden 256, 4 heads, sequence 64; tests/e2e/cases_transformer.py).
 For each model and thread count T: compiles with `kann-c --cores T`, times `kann-run --bench
 RUNS --threads T` (warm-up, then the median), and times ONNX Runtime (CPU provider,
 intra_op_num_threads=T, inter_op_num_threads=1, sequential, all graph optimizations, 10 warm-up
@@ -45,16 +47,19 @@ def ort_median_ms(model, feeds, threads, runs):
     return statistics.median(times)
 
 
-def kann_median_ms(kann_c, kann_run, model, input_name, input_path, threads, runs, work):
+def kann_median_ms(kann_c, kann_run, model, inputs, threads, runs, work):
+    """inputs: input name -> .npy path."""
     out = os.path.join(work, os.path.basename(model) + f".p{threads}.bin")
     subprocess.run([kann_c, model, "-o", out, "--cores", str(threads), "-q"], check=True)
-    p = subprocess.run([kann_run, out, "-i", f"{input_name}={input_path}", "--threads",
-                        str(threads), "--bench", str(runs), "--json"],
-                       check=True, capture_output=True, text=True)
+    cmd = [kann_run, out, "--threads", str(threads), "--bench", str(runs), "--json"]
+    for name, path in inputs.items():
+        cmd += ["-i", f"{name}={path}"]
+    p = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(p.stdout)["latency_ms"]["median"]
 
 
 def models(args):
+    """The shared models present: (name, model path, input .npy path)."""
     found = []
     d = args.models_dir
     for m in ["squeezenet1_1", "mobilenet_v2", "resnet18"]:
@@ -77,20 +82,27 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         todo = models(args)
         sys.path.insert(0, os.path.join(ROOT, "samples"))
+        sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
         import sample_cnn
-        m, feeds = sample_cnn.build(224)
-        path = os.path.join(work, "sample_cnn.onnx")
-        onnx.save(m, path)
-        np.save(os.path.join(work, "sample_cnn.input.npy"), feeds["input"])
-        todo.append(("sample_cnn", path, os.path.join(work, "sample_cnn.input.npy")))
+        import cases_transformer
+        for name, (m, feeds) in [("sample_cnn", sample_cnn.build(224)),
+                                 ("bert_encoder", cases_transformer.build())]:
+            path = os.path.join(work, name + ".onnx")
+            onnx.save(m, path)
+            paths = {}
+            for k, v in feeds.items():
+                paths[k] = os.path.join(work, f"{name}.{k}.npy")
+                np.save(paths[k], v)
+            todo.append((name, path, paths))
         rows = []
-        for name, model, input_path in todo:
-            mp = onnx.load(model, load_external_data=False)
-            inits = {i.name for i in mp.graph.initializer}
-            input_name = [i.name for i in mp.graph.input if i.name not in inits][0]
-            feeds = {input_name: np.load(input_path)}
+        for name, model, inputs in todo:
+            if not isinstance(inputs, dict):
+                mp = onnx.load(model, load_external_data=False)
+                inits = {i.name for i in mp.graph.initializer}
+                inputs = {[i.name for i in mp.graph.input if i.name not in inits][0]: inputs}
+            feeds = {k: np.load(p) for k, p in inputs.items()}
             for t in threads:
-                k = kann_median_ms(kann_c, kann_run, model, input_name, input_path, t, args.runs, work)
+                k = kann_median_ms(kann_c, kann_run, model, inputs, t, args.runs, work)
                 o = ort_median_ms(model, feeds, t, args.runs)
                 rows.append((name, t, k, o))
                 print(f"{name:14s} T={t}  kann-c {k:8.2f} ms  onnxruntime {o:8.2f} ms  "

@@ -110,7 +110,7 @@ typedef struct kc_epilogue {
 /* The op table (ops.def) as an enum: KC_OP_Conv, ... */
 typedef enum kc_op {
     KC_OP_UNKNOWN = 0,
-#define KC_OP(name, min_opset, max_opset, attrs) KC_OP_##name,
+#define KC_OP(name, min_opset, max_opset, attrs, dtypes) KC_OP_##name,
 #include "ops.def"
 #undef KC_OP
     KC_OP_COUNT
@@ -120,6 +120,7 @@ typedef struct kc_op_info {
     const char *name; /* ONNX op_type */
     int min_opset, max_opset; /* opset versions of ai.onnx we accept */
     const char *attrs; /* space-separated attribute names we honour */
+    const char *dtypes; /* the element types it runs on, for the docs */
 } kc_op_info;
 
 extern const kc_op_info kc_ops[KC_OP_COUNT];

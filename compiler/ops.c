@@ -4,8 +4,9 @@
 #include "ir.h"
 
 const kc_op_info kc_ops[KC_OP_COUNT] = {
-    [KC_OP_UNKNOWN] = {"?", 0, 0, ""},
-#define KC_OP(name, min_opset, max_opset, attrs) [KC_OP_##name] = {#name, min_opset, max_opset, attrs},
+    [KC_OP_UNKNOWN] = {"?", 0, 0, "", ""},
+#define KC_OP(name, min_opset, max_opset, attrs, dtypes)                                           \
+    [KC_OP_##name] = {#name, min_opset, max_opset, attrs, dtypes},
 #include "ops.def"
 #undef KC_OP
 };

@@ -16,19 +16,19 @@ int kc_node_opset(const kc_graph *g, int node) {
 
 /* ---- small helpers ---- */
 
-static const kc_value *input_of(const kc_graph *g, int node, int i) {
+const kc_value *kc_shape_input(const kc_graph *g, int node, int i) {
     const kc_node *n = &g->nodes[node];
     if (i >= n->n_inputs || n->inputs[i] < 0) return NULL;
     return &g->values[n->inputs[i]];
 }
 
-static const kc_value *need(const kc_graph *g, int node, int i, kc_diag *d) {
-    const kc_value *v = input_of(g, node, i);
+const kc_value *kc_shape_need(const kc_graph *g, int node, int i, kc_diag *d) {
+    const kc_value *v = kc_shape_input(g, node, i);
     if (!v) kc_error_node(d, g, node, "input %d is required", i);
     return v;
 }
 
-static void set_like(kc_shape *o, const kc_value *v) {
+void kc_shape_like(kc_shape *o, const kc_value *v) {
     o->dtype = v->dtype;
     o->rank = v->rank;
     for (int i = 0; i < v->rank; i++)
@@ -272,7 +272,7 @@ enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
 int kc_window_of(const kc_graph *g, int node, kc_window *w, kc_diag *d) {
     const kc_node *n = &g->nodes[node];
     memset(w, 0, sizeof *w);
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     if (x->rank < 3 || x->rank > 5) {
         kc_error_node(d, g, node, "input must have rank 3 to 5 (N, C, 1 to 3 spatial dims), not %d",
@@ -284,7 +284,7 @@ int kc_window_of(const kc_graph *g, int node, kc_window *w, kc_diag *d) {
     int64_t k[KC_MAX_RANK];
     int nk = kc_attr_ints(n, "kernel_shape", k, KC_MAX_RANK);
     if (n->op == KC_OP_Conv) {
-        const kc_value *wt = need(g, node, 1, d);
+        const kc_value *wt = kc_shape_need(g, node, 1, d);
         if (!wt) return 1;
         if (wt->rank != x->rank) {
             kc_error_node(d, g, node, "weight rank %d differs from input rank %d", wt->rank,
@@ -379,7 +379,7 @@ int kc_window_of(const kc_graph *g, int node, kc_window *w, kc_diag *d) {
 /* ---- slices ---- */
 
 int kc_slice_of(const kc_graph *g, int node, kc_slice *s, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int r = x->rank;
     s->rank = r;
@@ -445,14 +445,14 @@ int kc_slice_of(const kc_graph *g, int node, kc_slice *s, kc_diag *d) {
 /* ---- shape functions, one per op ---- */
 
 static int same_as_input(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
-    set_like(&out[0], x);
+    kc_shape_like(&out[0], x);
     return 0;
 }
 
 static int broadcast_binary(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *a = need(g, node, 0, d), *b = need(g, node, 1, d);
+    const kc_value *a = kc_shape_need(g, node, 0, d), *b = kc_shape_need(g, node, 1, d);
     if (!a || !b) return 1;
     if (a->dtype != b->dtype) {
         kc_error_node(d, g, node, "operands '%s' (%s) and '%s' (%s) differ in type", a->name,
@@ -490,7 +490,7 @@ static int pool(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     kc_window w;
     int errors = kc_window_of(g, node, &w, d);
     if (errors) return errors;
-    const kc_value *x = input_of(g, node, 0);
+    const kc_value *x = kc_shape_input(g, node, 0);
     int64_t dims[KC_MAX_RANK] = {x->dims[0], x->dims[1]};
     for (int i = 0; i < w.n_spatial; i++)
         dims[2 + i] = w.out[i];
@@ -511,7 +511,7 @@ int kc_shape_Conv(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     kc_window w;
     int errors = kc_window_of(g, node, &w, d);
     if (errors) return errors;
-    const kc_value *x = input_of(g, node, 0), *wt = input_of(g, node, 1);
+    const kc_value *x = kc_shape_input(g, node, 0), *wt = kc_shape_input(g, node, 1);
     int64_t group = kc_attr_int(&g->nodes[node], "group", 1);
     int64_t c = x->dims[1], m = wt->dims[0];
     if (x->dtype != wt->dtype) {
@@ -532,7 +532,7 @@ int kc_shape_Conv(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
                       (long long)group, (long long)(wt->dims[1] * group));
         return 1;
     }
-    const kc_value *b = input_of(g, node, 2);
+    const kc_value *b = kc_shape_input(g, node, 2);
     if (b && (b->rank != 1 || b->dims[0] != m)) {
         char buf[128];
         kc_error_node(d, g, node, "bias '%s' is %s, expected [%lld]", b->name,
@@ -547,7 +547,7 @@ int kc_shape_Conv(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_BatchNormalization(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     if (x->rank < 2) {
         kc_error_node(d, g, node, "input rank %d, expected at least 2 (N, C, ...)", x->rank);
@@ -557,7 +557,7 @@ int kc_shape_BatchNormalization(const kc_graph *g, int node, kc_shape *out, kc_d
     int spatial = kc_attr_int(&g->nodes[node], "spatial", 1) != 0;
     static const char *const what[] = {"scale", "B", "mean", "var"};
     for (int i = 1; i <= 4; i++) {
-        const kc_value *p = need(g, node, i, d);
+        const kc_value *p = kc_shape_need(g, node, i, d);
         if (!p) return 1;
         if (spatial && (p->rank != 1 || p->dims[0] != c)) {
             char buf[128];
@@ -566,16 +566,16 @@ int kc_shape_BatchNormalization(const kc_graph *g, int node, kc_shape *out, kc_d
             return 1;
         }
     }
-    set_like(&out[0], x);
+    kc_shape_like(&out[0], x);
     /* Training outputs (running/saved mean and variance) are per channel. */
-    const kc_value *mean = input_of(g, node, 3);
+    const kc_value *mean = kc_shape_input(g, node, 3);
     for (int i = 1; i < KC_SHAPE_MAX_OUTPUTS; i++)
-        set_like(&out[i], mean);
+        kc_shape_like(&out[i], mean);
     return 0;
 }
 
 int kc_shape_Cast(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     const kc_attr *to = kc_attr_find(&g->nodes[node], "to");
     if (!to || to->type != KC_ATTR_INT) {
@@ -586,7 +586,7 @@ int kc_shape_Cast(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
         kc_error_node(d, g, node, "cannot cast to data type %lld", (long long)to->i);
         return 1;
     }
-    set_like(&out[0], x);
+    kc_shape_like(&out[0], x);
     out[0].dtype = (int)to->i;
     return 0;
 }
@@ -594,7 +594,7 @@ int kc_shape_Cast(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 int kc_shape_Clip(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     int errors = same_as_input(g, node, out, d);
     for (int i = 1; i <= 2 && !errors; i++) {
-        const kc_value *b = input_of(g, node, i);
+        const kc_value *b = kc_shape_input(g, node, i);
         if (b && (kc_value_numel(b) != 1 || b->dtype != out[0].dtype)) {
             kc_error_node(d, g, node, "%s '%s' must be a scalar of the input's type",
                           i == 1 ? "min" : "max", b->name);
@@ -606,14 +606,14 @@ int kc_shape_Clip(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 
 int kc_shape_Concat(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     const kc_node *n = &g->nodes[node];
-    const kc_value *first = need(g, node, 0, d);
+    const kc_value *first = kc_shape_need(g, node, 0, d);
     if (!first) return 1;
     int64_t axis;
     if (kc_axis_of(g, node, first->rank, &axis, d)) return 1;
-    set_like(&out[0], first);
+    kc_shape_like(&out[0], first);
     out[0].dims[axis] = 0;
     for (int i = 0; i < n->n_inputs; i++) {
-        const kc_value *v = need(g, node, i, d);
+        const kc_value *v = kc_shape_need(g, node, i, d);
         if (!v) return 1;
         int bad = v->rank != first->rank || v->dtype != first->dtype;
         for (int j = 0; j < first->rank && !bad; j++)
@@ -678,17 +678,17 @@ int kc_shape_ConstantOfShape(const kc_graph *g, int node, kc_shape *out, kc_diag
 }
 
 int kc_shape_Dropout(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
-    set_like(&out[0], x);
-    set_like(&out[1], x);
+    kc_shape_like(&out[0], x);
+    kc_shape_like(&out[1], x);
     /* The mask became boolean at opset 10. */
     if (kc_node_opset(g, node) >= 10) out[1].dtype = KC_DTYPE_BOOL;
     return 0;
 }
 
 int kc_shape_Flatten(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t axis;
     if (kc_axis_of(g, node, x->rank, &axis, d)) return 1;
@@ -698,7 +698,7 @@ int kc_shape_Flatten(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_Gather(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d), *idx = need(g, node, 1, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d), *idx = kc_shape_need(g, node, 1, d);
     if (!x || !idx) return 1;
     if (!is_int_dtype(idx->dtype)) {
         kc_error_node(d, g, node, "indices '%s' must be int64 or int32, not %s", idx->name,
@@ -739,7 +739,7 @@ int kc_shape_Gather(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 
 int kc_shape_Gemm(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     const kc_node *n = &g->nodes[node];
-    const kc_value *a = need(g, node, 0, d), *b = need(g, node, 1, d);
+    const kc_value *a = kc_shape_need(g, node, 0, d), *b = kc_shape_need(g, node, 1, d);
     if (!a || !b) return 1;
     if (a->rank != 2 || b->rank != 2) {
         kc_error_node(d, g, node, "A and B must be matrices, not rank %d and %d", a->rank, b->rank);
@@ -760,7 +760,7 @@ int kc_shape_Gemm(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
         return 1;
     }
     int64_t dims[2] = {m, nn};
-    const kc_value *c = input_of(g, node, 2);
+    const kc_value *c = kc_shape_input(g, node, 2);
     if (c) {
         int r;
         int64_t res[KC_MAX_RANK];
@@ -777,13 +777,13 @@ int kc_shape_Gemm(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_GlobalAveragePool(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     if (x->rank < 2) {
         kc_error_node(d, g, node, "input rank %d, expected at least 2 (N, C, ...)", x->rank);
         return 1;
     }
-    set_like(&out[0], x);
+    kc_shape_like(&out[0], x);
     for (int i = 2; i < x->rank; i++)
         out[0].dims[i] = 1;
     return 0;
@@ -794,11 +794,11 @@ int kc_shape_Identity(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 static int softmax(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t axis;
     if (kc_axis_of(g, node, x->rank, &axis, d)) return 1;
-    set_like(&out[0], x);
+    kc_shape_like(&out[0], x);
     return 0;
 }
 
@@ -811,7 +811,7 @@ int kc_shape_Softmax(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_MatMul(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *a = need(g, node, 0, d), *b = need(g, node, 1, d);
+    const kc_value *a = kc_shape_need(g, node, 0, d), *b = kc_shape_need(g, node, 1, d);
     if (!a || !b) return 1;
     if (a->rank < 1 || b->rank < 1) {
         kc_error_node(d, g, node, "operands must have rank 1 or more, not %d and %d", a->rank,
@@ -848,7 +848,7 @@ int kc_shape_Relu(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_Reshape(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t shape[KC_MAX_RANK], dims[KC_MAX_RANK];
     int r = shape_ints(g, node, "shape", 1, 5, 1, shape, KC_MAX_RANK, d);
@@ -900,7 +900,7 @@ int kc_shape_Reshape(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_Shape(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t start, end;
     kc_shape_range(g, node, x->rank, &start, &end);
@@ -913,12 +913,12 @@ int kc_shape_Slice(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     kc_slice s;
     int errors = kc_slice_of(g, node, &s, d);
     if (errors) return errors;
-    set_dims(&out[0], input_of(g, node, 0)->dtype, s.rank, s.len);
+    set_dims(&out[0], kc_shape_input(g, node, 0)->dtype, s.rank, s.len);
     return 0;
 }
 
 int kc_shape_Squeeze(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t axes[KC_MAX_RANK];
     int na = shape_ints(g, node, "axes", 1, 13, 0, axes, KC_MAX_RANK, d);
@@ -948,7 +948,7 @@ int kc_shape_Squeeze(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_Transpose(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t perm[KC_MAX_RANK];
     if (kc_perm_of(g, node, x->rank, perm, d)) return 1;
@@ -960,7 +960,7 @@ int kc_shape_Transpose(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_Unsqueeze(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t axes[KC_MAX_RANK];
     int na = shape_ints(g, node, "axes", 1, 13, 1, axes, KC_MAX_RANK, d);
@@ -994,7 +994,7 @@ int kc_shape_Unsqueeze(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 
 const kc_shape_fn kc_shape_fns[KC_OP_COUNT] = {
     [KC_OP_UNKNOWN] = NULL,
-#define KC_OP(name, min_opset, max_opset, attrs) [KC_OP_##name] = kc_shape_##name,
+#define KC_OP(name, min_opset, max_opset, attrs, dtypes) [KC_OP_##name] = kc_shape_##name,
 #include "ops.def"
 #undef KC_OP
 };

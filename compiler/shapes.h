@@ -23,7 +23,7 @@ typedef struct kc_shape {
  * of the node. Returns the number of errors it reported through d (each names the node). */
 typedef int (*kc_shape_fn)(const kc_graph *g, int node, kc_shape *out, kc_diag *d);
 
-#define KC_OP(name, min_opset, max_opset, attrs)                                                   \
+#define KC_OP(name, min_opset, max_opset, attrs, dtypes)                                           \
     int kc_shape_##name(const kc_graph *g, int node, kc_shape *out, kc_diag *d);
 #include "ops.def"
 #undef KC_OP
@@ -34,6 +34,15 @@ extern const kc_shape_fn kc_shape_fns[KC_OP_COUNT];
 /* The opset a node was imported at: its own, else the graph's for its domain, else the newest
  * opset the table knows. */
 int kc_node_opset(const kc_graph *g, int node);
+
+/* ---- helpers for shape functions ---- */
+
+/* Input i of node, NULL when omitted. */
+const kc_value *kc_shape_input(const kc_graph *g, int node, int i);
+/* Input i of node; reports "input i is required" and gives NULL when omitted. */
+const kc_value *kc_shape_need(const kc_graph *g, int node, int i, kc_diag *d);
+/* o := v's dtype and shape. */
+void kc_shape_like(kc_shape *o, const kc_value *v);
 
 /* ---- geometry shared with the lowering ---- */
 

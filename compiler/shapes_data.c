@@ -7,25 +7,6 @@
 #include "shapes.h"
 #include "shapes_data.h"
 
-static const kc_value *in_val(const kc_graph *g, int node, int i) {
-    const kc_node *n = &g->nodes[node];
-    if (i >= n->n_inputs || n->inputs[i] < 0) return NULL;
-    return &g->values[n->inputs[i]];
-}
-
-static const kc_value *need_in(const kc_graph *g, int node, int i, kc_diag *d) {
-    const kc_value *v = in_val(g, node, i);
-    if (!v) kc_error_node(d, g, node, "input %d is required", i);
-    return v;
-}
-
-static void like(kc_shape *o, const kc_value *v) {
-    o->dtype = v->dtype;
-    o->rank = v->rank;
-    for (int i = 0; i < v->rank; i++)
-        o->dims[i] = v->dims[i];
-}
-
 static const char *dims_str(char *buf, size_t size, int rank, const int64_t *dims) {
     size_t at = (size_t)snprintf(buf, size, "[");
     for (int i = 0; i < rank && at < size; i++)
@@ -48,7 +29,7 @@ int kc_data_ints(const kc_graph *g, int node, const char *attr, int idx, int sin
         }
         return c;
     }
-    const kc_value *v = in_val(g, node, idx);
+    const kc_value *v = kc_shape_input(g, node, idx);
     if (!v) return -1;
     if (!(v->flags & KC_VALUE_CONST)) {
         kc_error_node(d, g, node,
@@ -74,7 +55,7 @@ int kc_data_ints(const kc_graph *g, int node, const char *attr, int idx, int sin
 
 int kc_split_of(const kc_graph *g, int node, int64_t *axis, int64_t *sizes, kc_diag *d) {
     const kc_node *n = &g->nodes[node];
-    const kc_value *x = need_in(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     if (kc_normalize_axis(kc_attr_int(n, "axis", 0), x->rank, axis)) {
         kc_error_node(d, g, node, "axis %lld is out of range for rank %d",
@@ -142,9 +123,9 @@ int kc_split_of(const kc_graph *g, int node, int64_t *axis, int64_t *sizes, kc_d
 int kc_shape_Split(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     int64_t axis, sizes[KC_SHAPE_MAX_OUTPUTS];
     if (kc_split_of(g, node, &axis, sizes, d)) return 1;
-    const kc_value *x = in_val(g, node, 0);
+    const kc_value *x = kc_shape_input(g, node, 0);
     for (int i = 0; i < g->nodes[node].n_outputs; i++) {
-        like(&out[i], x);
+        kc_shape_like(&out[i], x);
         out[i].dims[axis] = sizes[i];
     }
     return 0;
@@ -153,8 +134,8 @@ int kc_shape_Split(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 /* ---- Expand, Tile ---- */
 
 int kc_shape_Expand(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d);
-    if (!x || !need_in(g, node, 1, d)) return 1;
+    const kc_value *x = kc_shape_need(g, node, 0, d);
+    if (!x || !kc_shape_need(g, node, 1, d)) return 1;
     int64_t shape[KC_MAX_RANK];
     int r = kc_data_ints(g, node, "shape", 1, 0, shape, KC_MAX_RANK, d);
     if (r < 0) return 1;
@@ -169,8 +150,8 @@ int kc_shape_Expand(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_Tile(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d);
-    if (!x || !need_in(g, node, 1, d)) return 1;
+    const kc_value *x = kc_shape_need(g, node, 0, d);
+    if (!x || !kc_shape_need(g, node, 1, d)) return 1;
     int64_t reps[KC_MAX_RANK];
     int r = kc_data_ints(g, node, "repeats", 1, 0, reps, KC_MAX_RANK, d);
     if (r < 0) return 1;
@@ -178,7 +159,7 @@ int kc_shape_Tile(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
         kc_error_node(d, g, node, "repeats has %d values for rank %d", r, x->rank);
         return 1;
     }
-    like(&out[0], x);
+    kc_shape_like(&out[0], x);
     for (int i = 0; i < r; i++) {
         if (reps[i] < 0) {
             kc_error_node(d, g, node, "negative repeat %lld", (long long)reps[i]);
@@ -192,7 +173,7 @@ int kc_shape_Tile(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 /* ---- Pad ---- */
 
 int kc_pad_of(const kc_graph *g, int node, int64_t *begin, int64_t *end, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int r = x->rank;
     int64_t pads[2 * KC_MAX_RANK], axes[KC_MAX_RANK];
@@ -236,8 +217,8 @@ int kc_pad_of(const kc_graph *g, int node, int64_t *begin, int64_t *end, kc_diag
 int kc_shape_Pad(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     int64_t begin[KC_MAX_RANK], end[KC_MAX_RANK];
     if (kc_pad_of(g, node, begin, end, d)) return 1;
-    const kc_value *x = in_val(g, node, 0);
-    like(&out[0], x);
+    const kc_value *x = kc_shape_input(g, node, 0);
+    kc_shape_like(&out[0], x);
     for (int i = 0; i < x->rank; i++)
         out[0].dims[i] += begin[i] + end[i];
     return 0;
@@ -259,7 +240,7 @@ static int block_of(const kc_graph *g, int node, const kc_value *x, int64_t *b, 
 }
 
 int kc_shape_DepthToSpace(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     int64_t b;
     if (!x || block_of(g, node, x, &b, d)) return 1;
     if (x->dims[1] % (b * b)) {
@@ -272,7 +253,7 @@ int kc_shape_DepthToSpace(const kc_graph *g, int node, kc_shape *out, kc_diag *d
         kc_error_node(d, g, node, "unknown mode '%s' (DCR or CRD)", mode);
         return 1;
     }
-    like(&out[0], x);
+    kc_shape_like(&out[0], x);
     out[0].dims[1] /= b * b;
     out[0].dims[2] *= b;
     out[0].dims[3] *= b;
@@ -280,7 +261,7 @@ int kc_shape_DepthToSpace(const kc_graph *g, int node, kc_shape *out, kc_diag *d
 }
 
 int kc_shape_SpaceToDepth(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     int64_t b;
     if (!x || block_of(g, node, x, &b, d)) return 1;
     if (x->dims[2] % b || x->dims[3] % b) {
@@ -288,7 +269,7 @@ int kc_shape_SpaceToDepth(const kc_graph *g, int node, kc_shape *out, kc_diag *d
                       (long long)x->dims[2], (long long)x->dims[3], (long long)b);
         return 1;
     }
-    like(&out[0], x);
+    kc_shape_like(&out[0], x);
     out[0].dims[1] *= b * b;
     out[0].dims[2] /= b;
     out[0].dims[3] /= b;
@@ -298,7 +279,7 @@ int kc_shape_SpaceToDepth(const kc_graph *g, int node, kc_shape *out, kc_diag *d
 /* ---- Trilu, Range, Size, GatherElements, GlobalMaxPool ---- */
 
 int kc_shape_Trilu(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d), *k = in_val(g, node, 1);
+    const kc_value *x = kc_shape_need(g, node, 0, d), *k = kc_shape_input(g, node, 1);
     if (!x) return 1;
     if (x->rank < 2) {
         kc_error_node(d, g, node, "input must have rank 2 or more, not %d", x->rank);
@@ -308,14 +289,14 @@ int kc_shape_Trilu(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
         kc_error_node(d, g, node, "k '%s' must be an int64 scalar", k->name);
         return 1;
     }
-    like(&out[0], x);
+    kc_shape_like(&out[0], x);
     return 0;
 }
 
 int kc_range_count(const kc_graph *g, int node, int64_t *count, kc_diag *d) {
     double v[3];
     for (int i = 0; i < 3; i++) {
-        const kc_value *s = need_in(g, node, i, d);
+        const kc_value *s = kc_shape_need(g, node, i, d);
         if (!s) return 1;
         if (!(s->flags & KC_VALUE_CONST) || kc_value_numel(s) != 1 || !s->data) {
             kc_error_node(d, g, node,
@@ -364,21 +345,21 @@ int kc_range_count(const kc_graph *g, int node, int64_t *count, kc_diag *d) {
 int kc_shape_Range(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     int64_t count;
     if (kc_range_count(g, node, &count, d)) return 1;
-    out[0].dtype = in_val(g, node, 0)->dtype;
+    out[0].dtype = kc_shape_input(g, node, 0)->dtype;
     out[0].rank = 1;
     out[0].dims[0] = count;
     return 0;
 }
 
 int kc_shape_Size(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    if (!need_in(g, node, 0, d)) return 1;
+    if (!kc_shape_need(g, node, 0, d)) return 1;
     out[0].dtype = KC_DTYPE_INT64;
     out[0].rank = 0;
     return 0;
 }
 
 int kc_shape_GatherElements(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d), *idx = need_in(g, node, 1, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d), *idx = kc_shape_need(g, node, 1, d);
     if (!x || !idx) return 1;
     int64_t axis;
     if (kc_normalize_axis(kc_attr_int(&g->nodes[node], "axis", 0), x->rank, &axis)) {
@@ -401,19 +382,19 @@ int kc_shape_GatherElements(const kc_graph *g, int node, kc_shape *out, kc_diag 
             return 1;
         }
     }
-    like(&out[0], idx);
+    kc_shape_like(&out[0], idx);
     out[0].dtype = x->dtype;
     return 0;
 }
 
 int kc_shape_GlobalMaxPool(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     if (x->rank < 3) {
         kc_error_node(d, g, node, "input rank %d, expected at least 3 (N, C, spatial...)", x->rank);
         return 1;
     }
-    like(&out[0], x);
+    kc_shape_like(&out[0], x);
     for (int i = 2; i < x->rank; i++)
         out[0].dims[i] = 1;
     return 0;
@@ -423,7 +404,7 @@ int kc_shape_GlobalMaxPool(const kc_graph *g, int node, kc_shape *out, kc_diag *
 
 int kc_conv_transpose_of(const kc_graph *g, int node, kc_conv_transpose *ct, kc_diag *d) {
     const kc_node *n = &g->nodes[node];
-    const kc_value *x = need_in(g, node, 0, d), *w = need_in(g, node, 1, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d), *w = kc_shape_need(g, node, 1, d);
     if (!x || !w) return 1;
     memset(ct, 0, sizeof *ct);
     if (x->rank < 3 || x->rank > 5 || w->rank != x->rank) {
@@ -528,7 +509,8 @@ int kc_conv_transpose_of(const kc_graph *g, int node, kc_conv_transpose *ct, kc_
 int kc_shape_ConvTranspose(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     kc_conv_transpose ct;
     if (kc_conv_transpose_of(g, node, &ct, d)) return 1;
-    const kc_value *x = in_val(g, node, 0), *w = in_val(g, node, 1), *b = in_val(g, node, 2);
+    const kc_value *x = kc_shape_input(g, node, 0), *w = kc_shape_input(g, node, 1),
+                   *b = kc_shape_input(g, node, 2);
     if (x->dtype != w->dtype) {
         kc_error_node(d, g, node, "input is %s but weight '%s' is %s", kc_dtype_name(x->dtype),
                       w->name, kc_dtype_name(w->dtype));
@@ -538,7 +520,7 @@ int kc_shape_ConvTranspose(const kc_graph *g, int node, kc_shape *out, kc_diag *
         kc_error_node(d, g, node, "bias '%s' must be [%lld]", b->name, (long long)ct.c_out);
         return 1;
     }
-    like(&out[0], x);
+    kc_shape_like(&out[0], x);
     out[0].dims[1] = ct.c_out;
     for (int i = 0; i < ct.n_spatial; i++)
         out[0].dims[2 + i] = ct.out[i];
@@ -550,7 +532,7 @@ int kc_shape_ConvTranspose(const kc_graph *g, int node, kc_shape *out, kc_diag *
 /* Reads a constant float tensor (float32 or float64) into out; -1 absent or empty, -2 error. */
 static int const_floats(const kc_graph *g, int node, int idx, const char *what, double *out,
                         int max, kc_diag *d) {
-    const kc_value *v = in_val(g, node, idx);
+    const kc_value *v = kc_shape_input(g, node, idx);
     if (!v || kc_value_numel(v) == 0) return -1;
     if (!(v->flags & KC_VALUE_CONST)) {
         kc_error_node(d, g, node,
@@ -573,7 +555,7 @@ static int const_floats(const kc_graph *g, int node, int idx, const char *what, 
 
 int kc_resize_of(const kc_graph *g, int node, kc_resize *rs, kc_diag *d) {
     const kc_node *n = &g->nodes[node];
-    const kc_value *x = need_in(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     memset(rs, 0, sizeof *rs);
     int r = x->rank, opset = kc_node_opset(g, node);
@@ -700,7 +682,7 @@ int kc_resize_of(const kc_graph *g, int node, kc_resize *rs, kc_diag *d) {
 static int resize_shape(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     kc_resize rs;
     if (kc_resize_of(g, node, &rs, d)) return 1;
-    like(&out[0], in_val(g, node, 0));
+    kc_shape_like(&out[0], kc_shape_input(g, node, 0));
     for (int i = 0; i < rs.rank; i++)
         out[0].dims[i] = rs.out[i];
     return 0;
@@ -717,8 +699,8 @@ int kc_shape_Upsample(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 /* ---- ScatterElements, Scatter, ScatterND, GatherND ---- */
 
 static int scatter_elements_shape(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d), *idx = need_in(g, node, 1, d);
-    const kc_value *upd = need_in(g, node, 2, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d), *idx = kc_shape_need(g, node, 1, d);
+    const kc_value *upd = kc_shape_need(g, node, 2, d);
     if (!x || !idx || !upd) return 1;
     int64_t axis;
     if (kc_normalize_axis(kc_attr_int(&g->nodes[node], "axis", 0), x->rank, &axis)) {
@@ -735,7 +717,7 @@ static int scatter_elements_shape(const kc_graph *g, int node, kc_shape *out, kc
                       "rank, and no larger than the data off the axis");
         return 1;
     }
-    like(&out[0], x);
+    kc_shape_like(&out[0], x);
     return 0;
 }
 
@@ -748,8 +730,8 @@ int kc_shape_Scatter(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_ScatterND(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d), *idx = need_in(g, node, 1, d);
-    const kc_value *upd = need_in(g, node, 2, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d), *idx = kc_shape_need(g, node, 1, d);
+    const kc_value *upd = kc_shape_need(g, node, 2, d);
     if (!x || !idx || !upd) return 1;
     int64_t k = idx->rank ? idx->dims[idx->rank - 1] : 0;
     int bad = idx->rank < 1 || k < 1 || k > x->rank || upd->dtype != x->dtype ||
@@ -763,12 +745,12 @@ int kc_shape_ScatterND(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
                       "indices.shape[-1] in 1..rank");
         return 1;
     }
-    like(&out[0], x);
+    kc_shape_like(&out[0], x);
     return 0;
 }
 
 int kc_shape_GatherND(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = need_in(g, node, 0, d), *idx = need_in(g, node, 1, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d), *idx = kc_shape_need(g, node, 1, d);
     if (!x || !idx) return 1;
     int64_t b = kc_attr_int(&g->nodes[node], "batch_dims", 0);
     int64_t k = idx->rank ? idx->dims[idx->rank - 1] : 0;

@@ -5,18 +5,6 @@
 #include "elementwise.h"
 #include "shapes.h"
 
-static const kc_value *operand(const kc_graph *g, int node, int i) {
-    const kc_node *n = &g->nodes[node];
-    if (i >= n->n_inputs || n->inputs[i] < 0) return NULL;
-    return &g->values[n->inputs[i]];
-}
-
-static const kc_value *required(const kc_graph *g, int node, int i, kc_diag *d) {
-    const kc_value *v = operand(g, node, i);
-    if (!v) kc_error_node(d, g, node, "input %d is required", i);
-    return v;
-}
-
 static void shape_of(kc_shape *o, int dtype, const kc_value *v) {
     o->dtype = dtype;
     o->rank = v->rank;
@@ -33,7 +21,7 @@ static void dims_text(char *buf, size_t size, const kc_value *v) {
 
 /* y has x's shape and dtype (or out_dtype when it is not 0). */
 static int elementwise(const kc_graph *g, int node, int out_dtype, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     shape_of(&out[0], out_dtype ? out_dtype : x->dtype, x);
     return 0;
@@ -44,12 +32,12 @@ static int elementwise(const kc_graph *g, int node, int out_dtype, kc_shape *out
 static int broadcast_all(const kc_graph *g, int node, int first, int same_dtype, kc_shape *out,
                          kc_diag *d) {
     const kc_node *n = &g->nodes[node];
-    const kc_value *v0 = required(g, node, first, d);
+    const kc_value *v0 = kc_shape_need(g, node, first, d);
     if (!v0) return 1;
     kc_shape *o = &out[0];
     shape_of(o, v0->dtype, v0);
     for (int i = first + 1; i < n->n_inputs; i++) {
-        const kc_value *v = required(g, node, i, d);
+        const kc_value *v = kc_shape_need(g, node, i, d);
         if (!v) return 1;
         if (same_dtype && v->dtype != v0->dtype) {
             kc_error_node(d, g, node, "inputs '%s' (%s) and '%s' (%s) differ in type", v0->name,
@@ -118,7 +106,7 @@ int kc_shape_IsInf(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_CastLike(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d), *like = required(g, node, 1, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d), *like = kc_shape_need(g, node, 1, d);
     if (!x || !like) return 1;
     shape_of(&out[0], like->dtype, x);
     return 0;
@@ -160,8 +148,8 @@ int kc_shape_Pow(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_Where(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *cond = required(g, node, 0, d), *x = required(g, node, 1, d),
-                   *y = required(g, node, 2, d);
+    const kc_value *cond = kc_shape_need(g, node, 0, d), *x = kc_shape_need(g, node, 1, d),
+                   *y = kc_shape_need(g, node, 2, d);
     if (!cond || !x || !y) return 1;
     if (cond->dtype != KC_DTYPE_BOOL) {
         kc_error_node(d, g, node, "condition '%s' is %s, not bool", cond->name,
@@ -179,7 +167,7 @@ int kc_shape_Where(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_prelu_slope_dims(const kc_graph *g, int node, int *rank, int64_t *dims) {
-    const kc_value *x = operand(g, node, 0), *slope = operand(g, node, 1);
+    const kc_value *x = kc_shape_input(g, node, 0), *slope = kc_shape_input(g, node, 1);
     /* PRelu before opset 7 took one slope per channel (dim 1), not a numpy broadcast. */
     if (kc_node_opset(g, node) < 7 && slope->rank == 1 && x->rank >= 2 &&
         slope->dims[0] == x->dims[1] && slope->dims[0] != 1) {
@@ -195,7 +183,7 @@ int kc_prelu_slope_dims(const kc_graph *g, int node, int *rank, int64_t *dims) {
 }
 
 int kc_shape_PRelu(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d), *slope = required(g, node, 1, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d), *slope = kc_shape_need(g, node, 1, d);
     if (!x || !slope) return 1;
     if (x->dtype != slope->dtype) {
         kc_error_node(d, g, node, "X '%s' (%s) and slope '%s' (%s) differ in type", x->name,

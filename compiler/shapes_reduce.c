@@ -6,25 +6,6 @@
 #include "shapes.h"
 #include "shapes_reduce.h"
 
-static const kc_value *input_at(const kc_graph *g, int node, int i) {
-    const kc_node *n = &g->nodes[node];
-    if (i >= n->n_inputs || n->inputs[i] < 0) return NULL;
-    return &g->values[n->inputs[i]];
-}
-
-static const kc_value *required(const kc_graph *g, int node, int i, kc_diag *d) {
-    const kc_value *v = input_at(g, node, i);
-    if (!v) kc_error_node(d, g, node, "input %d is required", i);
-    return v;
-}
-
-static void copy_shape(kc_shape *o, const kc_value *v) {
-    o->dtype = v->dtype;
-    o->rank = v->rank;
-    for (int i = 0; i < v->rank; i++)
-        o->dims[i] = v->dims[i];
-}
-
 /* ReduceSum took its axes as an input from opset 13, the other reductions from opset 18. */
 static int axes_input_since(const kc_node *n) {
     return n->op == KC_OP_ReduceSum ? 13 : 18;
@@ -36,7 +17,7 @@ int kc_reduce_axes_of(const kc_graph *g, int node, int rank, int *reduced, int *
     int64_t axes[KC_MAX_RANK];
     int count = 0;
     int axes_input = opset >= axes_input_since(n);
-    const kc_value *axes_v = input_at(g, node, 1);
+    const kc_value *axes_v = kc_shape_input(g, node, 1);
     if (axes_input) {
         if (kc_attr_find(n, "axes")) {
             kc_error_node(d, g, node, "since opset %d, 'axes' is input 1, not an attribute",
@@ -112,7 +93,7 @@ int kc_norm_axis_of(const kc_graph *g, int node, int rank, int64_t *axis, kc_dia
 }
 
 static int reduce_shape(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int reduced[KC_MAX_RANK], noop;
     if (kc_reduce_axes_of(g, node, x->rank, reduced, &noop, d)) return 1;
@@ -170,7 +151,7 @@ int kc_shape_ReduceSumSquare(const kc_graph *g, int node, kc_shape *out, kc_diag
 }
 
 static int arg_shape(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t axis;
     if (kc_norm_axis_of(g, node, x->rank, &axis, d)) return 1;
@@ -196,16 +177,16 @@ int kc_shape_ArgMin(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 }
 
 int kc_shape_Hardmax(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t axis;
     if (kc_norm_axis_of(g, node, x->rank, &axis, d)) return 1;
-    copy_shape(&out[0], x);
+    kc_shape_like(&out[0], x);
     return 0;
 }
 
 int kc_shape_LRN(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     if (x->rank < 2) {
         kc_error_node(d, g, node, "input rank %d, expected at least 2 (N, C, ...)", x->rank);
@@ -215,7 +196,7 @@ int kc_shape_LRN(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
         kc_error_node(d, g, node, "attribute 'size' is required and must be positive");
         return 1;
     }
-    copy_shape(&out[0], x);
+    kc_shape_like(&out[0], x);
     return 0;
 }
 
@@ -223,7 +204,7 @@ int kc_shape_LRN(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
 static int check_params(const kc_graph *g, int node, int first, int last, int64_t count,
                         int optional_from, kc_diag *d) {
     for (int i = first; i <= last; i++) {
-        const kc_value *p = input_at(g, node, i);
+        const kc_value *p = kc_shape_input(g, node, i);
         if (!p) {
             if (i >= optional_from) continue;
             kc_error_node(d, g, node, "input %d is required", i);
@@ -239,7 +220,7 @@ static int check_params(const kc_graph *g, int node, int first, int last, int64_
 }
 
 int kc_shape_LayerNormalization(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t axis;
     if (kc_norm_axis_of(g, node, x->rank, &axis, d)) return 1;
@@ -247,10 +228,10 @@ int kc_shape_LayerNormalization(const kc_graph *g, int node, kc_shape *out, kc_d
     for (int i = (int)axis; i < x->rank; i++)
         len *= x->dims[i];
     if (check_params(g, node, 1, 2, len, 2, d)) return 1;
-    copy_shape(&out[0], x);
+    kc_shape_like(&out[0], x);
     /* Mean and InvStdDev keep the leading dims, 1 for each normalized one. */
     for (int j = 1; j <= 2; j++) {
-        copy_shape(&out[j], x);
+        kc_shape_like(&out[j], x);
         out[j].dtype = KC_DTYPE_FLOAT;
         for (int i = (int)axis; i < x->rank; i++)
             out[j].dims[i] = 1;
@@ -259,19 +240,19 @@ int kc_shape_LayerNormalization(const kc_graph *g, int node, kc_shape *out, kc_d
 }
 
 int kc_shape_InstanceNormalization(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     if (x->rank < 3) {
         kc_error_node(d, g, node, "input rank %d, expected at least 3 (N, C, D1, ...)", x->rank);
         return 1;
     }
     if (check_params(g, node, 1, 2, x->dims[1], 3, d)) return 1;
-    copy_shape(&out[0], x);
+    kc_shape_like(&out[0], x);
     return 0;
 }
 
 int kc_shape_GroupNormalization(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d);
     if (!x) return 1;
     int64_t groups = kc_attr_int(&g->nodes[node], "num_groups", 0);
     if (x->rank < 3) {
@@ -286,16 +267,16 @@ int kc_shape_GroupNormalization(const kc_graph *g, int node, kc_shape *out, kc_d
     /* Opset 18 scales per group; opset 21 per channel. */
     int64_t count = kc_node_opset(g, node) >= 21 ? x->dims[1] : groups;
     if (check_params(g, node, 1, 2, count, 3, d)) return 1;
-    copy_shape(&out[0], x);
+    kc_shape_like(&out[0], x);
     return 0;
 }
 
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: x [N][C][d...], target [N][d...]
  * (integer), weight [C]; the loss is [N][d...] without reduction, else a scalar. */
 static int loss_shape(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
-    const kc_value *x = required(g, node, 0, d), *t = required(g, node, 1, d);
+    const kc_value *x = kc_shape_need(g, node, 0, d), *t = kc_shape_need(g, node, 1, d);
     if (!x || !t) return 1;
-    const kc_value *w = input_at(g, node, 2);
+    const kc_value *w = kc_shape_input(g, node, 2);
     int bad = x->rank < 2 || t->rank != x->rank - 1 || t->dims[0] != x->dims[0];
     for (int i = 2; i < x->rank && !bad; i++)
         bad = t->dims[i - 1] != x->dims[i];
@@ -324,7 +305,7 @@ static int loss_shape(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
         for (int i = 0; i < t->rank; i++)
             out[0].dims[i] = t->dims[i];
     }
-    copy_shape(&out[1], x); /* SoftmaxCrossEntropyLoss: log_prob */
+    kc_shape_like(&out[1], x); /* SoftmaxCrossEntropyLoss: log_prob */
     return 0;
 }
 

@@ -22,5 +22,9 @@ echo
 echo "== run: kann-run $out/sample_cnn.bin -i $out/sample_cnn.input.npy"
 "$build/runtime/kann-run" "$out/sample_cnn.bin" -i "$out/sample_cnn.input.npy"
 echo
+echo "== a model written in the ONNX text syntax: kann-c samples/sample_mlp.onnxtxt"
+"$build/compiler/kann-c" samples/sample_mlp.onnxtxt -o "$out/sample_mlp.bin" -q
+"$build/runtime/kann-run" "$out/sample_mlp.bin" --info
+echo
 echo "== batch-1 latency: kann-run --bench 50"
 "$build/runtime/kann-run" "$out/sample_cnn.bin" -i "$out/sample_cnn.input.npy" --bench 50
