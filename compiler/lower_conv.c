@@ -9,6 +9,7 @@
 
 #include "kann_kernels.h"
 #include "lower_internal.h"
+#include "ref/conv2d_packed.h"
 #include "shapes.h"
 
 /* W [c_out][K] (the ONNX layout, K = c_in * k_h * k_w) as panels of KANN_CONV_PANEL output
@@ -39,13 +40,39 @@ static int new_scratch(kc_graph *g, const char *base, int64_t floats) {
     return v;
 }
 
+/* The conv's input with its padding put around it once (kernel pad2d), just the rows and
+ * columns the windows reach: [c_in][h][w]. */
+static int pad_input(kc_graph *g, kc_program *p, int id, int x, const kann_conv2d_args *c2,
+                     uint32_t h, uint32_t w) {
+    int v = kc_add_value(g, kc_unique_name(g, kc_sprintf(g, "%s.padded", kc_val(g, x)->name)));
+    kc_value *pv = &g->values[v];
+    pv->dtype = KC_DTYPE_FLOAT;
+    pv->rank = 3;
+    pv->dims[0] = c2->c_in;
+    pv->dims[1] = h;
+    pv->dims[2] = w;
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_PAD2D, id);
+    kann_pad2d_args *a = c->args;
+    a->c = c2->c_in;
+    a->h_in = c2->h_in;
+    a->w_in = c2->w_in;
+    a->h_out = h;
+    a->w_out = w;
+    a->pad_top = c2->pad_top;
+    a->pad_left = c2->pad_left;
+    kc_bind(c, offsetof(kann_pad2d_args, x), x, 0, 0);
+    kc_bind(c, offsetof(kann_pad2d_args, y), v, 0, 1);
+    kc_set_tile(c, c2->c_in * h, 1, 0, 0);
+    c->macs = (double)c2->c_in * h * w;
+    return v;
+}
+
 static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
     size_t K = (size_t)c2->c_in * c2->k_h * c2->k_w;
     int panels = pack_weight_panels(g, w, c2->c_out, K);
-    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_PACKED, id);
-    kann_conv2d_packed_args *a = c->args;
+    kann_conv2d_packed_args args = {0}, *a = &args;
     a->c_in = c2->c_in;
     a->h_in = c2->h_in;
     a->w_in = c2->w_in;
@@ -61,16 +88,31 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
     a->pad_top = c2->pad_top;
     a->pad_left = c2->pad_left;
     a->act = c2->act;
+    /* A stride-1 conv reads its windows in place (the wide path) from its input padded to
+     * exactly the rows and columns they reach, unless that wastes too many columns. */
+    if (a->stride_h == 1 && a->stride_w == 1 && !kann_conv2d_packed_pointwise(a)) {
+        kann_conv2d_packed_args wide = *a;
+        wide.h_in = a->h_out + a->dil_h * (a->k_h - 1);
+        wide.w_in = a->w_out + a->dil_w * (a->k_w - 1);
+        wide.pad_top = wide.pad_left = 0;
+        int in_place = a->pad_top == 0 && a->pad_left == 0 && kann_conv2d_packed_wide(a);
+        if (in_place) {
+            wide = *a;
+        } else if (kann_conv2d_packed_wide(&wide)) {
+            x = pad_input(g, p, id, x, c2, wide.h_in, wide.w_in);
+        }
+        if (kann_conv2d_packed_wide(&wide)) *a = wide;
+    }
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_PACKED, id);
+    *(kann_conv2d_packed_args *)c->args = args;
     uint32_t hw = a->h_out * a->w_out;
     kc_bind(c, offsetof(kann_conv2d_packed_args, x), x, 0, 0);
     kc_bind(c, offsetof(kann_conv2d_packed_args, w), panels, 0, 0);
     kc_bind(c, offsetof(kann_conv2d_packed_args, bias), b, 0, 0);
     kc_bind(c, offsetof(kann_conv2d_packed_args, residual), n->epi.residual, 0, 0);
     kc_bind(c, offsetof(kann_conv2d_packed_args, y), y, 0, 1);
-    int pointwise = a->k_h == 1 && a->k_w == 1 && a->stride_h == 1 && a->stride_w == 1 &&
-                    a->pad_top == 0 && a->pad_left == 0 && a->h_in == a->h_out &&
-                    a->w_in == a->w_out;
-    if (pointwise) {
+    if (kann_conv2d_packed_pointwise(a) || kann_conv2d_packed_wide(a)) {
+        /* x read in place: tiles along channels or pixels, whichever balances */
         kc_set_tile(c, a->c_out, KANN_CONV_PANEL, hw, KANN_CONV_PIXEL_GRANULE);
     } else {
         /* The gathered B of a tile's pixels: tiles along pixels write disjoint parts of it,

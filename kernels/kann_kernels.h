@@ -618,6 +618,18 @@ typedef struct kann_ternary_args {
     uint32_t c_strides[KANN_MAX_RANK];
 } kann_ternary_args;
 
+/* pad2d (float32): every plane of x [c][h_in][w_in] zero-padded (or cropped) into y
+ * [c][h_out][w_out]:
+ *   y[c][i][j] = x[c][i - pad_top][j - pad_left] where that lies inside x, else 0.
+ * Puts a conv's padding around its input once, so that conv2d_packed reads windows in place
+ * (its wide path). Tile axis 0 = rows of y, c * h_out of them. */
+typedef struct kann_pad2d_args {
+    kann_tile tile;
+    kann_ref x, y;
+    uint32_t c, h_in, w_in, h_out, w_out, pad_top, pad_left;
+    uint32_t reserved; /* zero */
+} kann_pad2d_args;
+
 /* ---- the registry ------------------------------------------------------------------------- */
 
 /* What a kernel may touch, for validation. */

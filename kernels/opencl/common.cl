@@ -36,6 +36,12 @@ inline float kann_softplus(float x) {
     return x > 0.0f ? x + log1p(exp(-x)) : log1p(exp(x));
 }
 
+/* tanh saturated to exactly +-1 where float tanh is (|x| >= 10), as C's tanhf: some device
+ * libraries return 1 - ulp there, which turns GELU_TANH(-inf) into -inf instead of NaN. */
+inline float kann_tanh(float x) {
+    return fabs(x) >= 10.0f ? copysign(1.0f, x) : tanh(x);
+}
+
 inline float kann_act(uint kind, float alpha, float beta, float x) {
     switch (kind) {
     case 1:
@@ -51,7 +57,7 @@ inline float kann_act(uint kind, float alpha, float beta, float x) {
     case 6:
         return x * kann_clip(x * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
     case 7:
-        return tanh(x);
+        return kann_tanh(x);
     case 8:
         return x < 0.0f ? alpha * expm1(x) : x;
     case 9:
@@ -67,9 +73,9 @@ inline float kann_act(uint kind, float alpha, float beta, float x) {
     case 14:
         return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f));
     case 15:
-        return 0.5f * x * (1.0f + tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+        return 0.5f * x * (1.0f + kann_tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
     case 16:
-        return x * tanh(kann_softplus(x));
+        return x * kann_tanh(kann_softplus(x));
     case 17:
         return x / (1.0f + exp(-x));
     default:

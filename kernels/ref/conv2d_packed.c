@@ -16,11 +16,14 @@ static void microkernel_ref(const kann_conv_tile *t) {
         for (size_t r = 0; r < t->mr; r++)
             for (size_t j = 0; j < n; j++)
                 acc[r][j] = t->y[r * t->ldy + j];
-    for (size_t k = 0; k < t->k; k++) {
-        const float *wk = t->w + k * KANN_CONV_PANEL, *bk = t->b + k * t->ldb;
-        for (size_t r = 0; r < KANN_CONV_PANEL; r++)
-            for (size_t j = 0; j < n; j++)
-                acc[r][j] += wk[r] * bk[j];
+    const float *wk = t->w;
+    for (size_t g = 0; g < t->n_groups; g++) {
+        for (size_t tap = 0; tap < t->n_taps; tap++, wk += KANN_CONV_PANEL) {
+            const float *bk = t->b + g * t->b_stride + t->taps[tap];
+            for (size_t r = 0; r < KANN_CONV_PANEL; r++)
+                for (size_t j = 0; j < n; j++)
+                    acc[r][j] += wk[r] * bk[j];
+        }
     }
     if (!t->last) {
         for (size_t r = 0; r < t->mr; r++)
@@ -28,19 +31,20 @@ static void microkernel_ref(const kann_conv_tile *t) {
                 t->y[r * t->ldy + j] = acc[r][j];
         return;
     }
+    kann_conv_segment whole = {0, n, 0};
+    const kann_conv_segment *segs = t->n_segments ? t->segments : &whole;
+    size_t n_segs = t->n_segments ? t->n_segments : 1;
     for (size_t r = 0; r < t->mr; r++) {
-        float *row = acc[r], *y = t->y + r * t->ldy;
         float b = t->bias ? t->bias[r] : 0.0f;
-        for (size_t j = 0; j < n; j++)
-            row[j] += b;
-        if (t->res) {
-            const float *res = t->res + r * t->ldy;
-            for (size_t j = 0; j < n; j++)
-                row[j] += res[j];
+        for (size_t s = 0; s < n_segs; s++) {
+            float *y = t->y + r * t->ldy + segs[s].at;
+            const float *res = t->res ? t->res + r * t->ldy + segs[s].at : NULL;
+            for (size_t j = segs[s].lo; j < segs[s].hi; j++) {
+                float v = acc[r][j] + b;
+                if (res) v += res[j - segs[s].lo];
+                y[j - segs[s].lo] = kann_act_apply(t->act, v);
+            }
         }
-        kann_act_apply_row(t->act, row, n);
-        for (size_t j = 0; j < n; j++)
-            y[j] = row[j];
     }
 }
 
@@ -88,6 +92,8 @@ kann_status kann_conv2d_packed_validate(const void *args, const kann_bounds *b, 
             KANN_OK ||
         (s = kann_check_dense(b, a->y, y_dims, 2, 1, 0, "conv2d_packed y", err)) != KANN_OK)
         return s;
+    /* The pointwise and wide paths read x in place: no gather, no scratch (a wide conv of a
+     * file written before the wide path existed may still name one; it goes unused). */
     if (kann_conv2d_packed_pointwise(a)) {
         if (a->scratch.space != KANN_SPACE_NONE)
             return kann_msg_set(err, KANN_E_CORRUPT,
@@ -97,5 +103,6 @@ kann_status kann_conv2d_packed_validate(const void *args, const kann_bounds *b, 
     /* K floats for every pixel, the count rounded up to a whole granule. */
     uint32_t g = KANN_CONV_PIXEL_GRANULE;
     uint32_t s_dims[3] = {hw / g + (hw % g != 0), g, K};
-    return kann_check_dense(b, a->scratch, s_dims, 3, 1, 0, "conv2d_packed scratch", err);
+    return kann_check_dense(b, a->scratch, s_dims, 3, 1, kann_conv2d_packed_wide(a),
+                            "conv2d_packed scratch", err);
 }

@@ -1,7 +1,7 @@
 /* conv2d_packed pieces shared by the reference kernel, the validator and the SIMD variants:
- * the pointwise test, the gather of B (im2col) into column strips, and the loop nest that
- * walks a tile in cache-sized pixel blocks and calls a variant's register-blocked microkernel.
- * Static inline, so that each variant's translation unit compiles them with its own ISA. */
+ * the path tests (pointwise, wide), the gather of B (im2col) into column strips, and the loop
+ * nests that walk a tile and call a variant's register-blocked microkernel. Static inline, so
+ * that each variant's translation unit compiles them with its own ISA. */
 #ifndef KANN_REF_CONV2D_PACKED_H
 #define KANN_REF_CONV2D_PACKED_H
 
@@ -14,6 +14,26 @@
 static inline int kann_conv2d_packed_pointwise(const kann_conv2d_packed_args *a) {
     return a->k_h == 1 && a->k_w == 1 && a->stride_h == 1 && a->stride_w == 1 && a->pad_top == 0 &&
            a->pad_left == 0 && a->h_in == a->h_out && a->w_in == a->w_out;
+}
+
+/* Window taps a wide conv reads per input channel (its offset table lives on the stack). */
+#define KANN_CONV_MAX_TAPS 64
+
+/* The wide path (implicit GEMM, no im2col): stride 1, no padding (the compiler pads x
+ * beforehand, kernel pad2d) and every window inside x. On the "wide" grid of w_in columns,
+ * wide pixel P = oh * w_in + ow, the B element of k = (c, kh, kw) is
+ *   x[c * h_in * w_in + kh * dil_h * w_in + kw * dil_w + P],
+ * a constant offset per k and contiguous in P: strips of B are read from x in place. Columns
+ * ow >= w_out of the wide grid are computed and dropped at the store, so the path is taken
+ * only while they are at most a third of the grid (else the gather costs less). */
+static inline int kann_conv2d_packed_wide(const kann_conv2d_packed_args *a) {
+    if (kann_conv2d_packed_pointwise(a) || a->stride_h != 1 || a->stride_w != 1 ||
+        a->pad_top != 0 || a->pad_left != 0 || a->k_h == 0 || a->k_w == 0 || a->dil_h == 0 ||
+        a->dil_w == 0 || (uint64_t)a->k_h * a->k_w > KANN_CONV_MAX_TAPS)
+        return 0;
+    uint64_t rows = (uint64_t)a->h_out + (uint64_t)a->dil_h * (a->k_h - 1);
+    uint64_t cols = (uint64_t)a->w_out + (uint64_t)a->dil_w * (a->k_w - 1);
+    return rows <= a->h_in && cols <= a->w_in && 3 * ((uint64_t)a->w_in - a->w_out) <= a->w_in;
 }
 
 /* Gathered B bytes per pixel block: a block is packed once and then multiplied by every weight
@@ -43,71 +63,108 @@ static inline void kann_valid_run(int64_t iw0, uint32_t stride, uint32_t w_in, s
     *hi = (size_t)h;
 }
 
+/* Widest strip of any microkernel: bounds the row runs and store segments of a strip. */
+#define KANN_CONV_MAX_STRIP 32
+
+/* The part of an output row a strip holds, and where one window tap reads it in x:
+ * columns [j, j + n) of the strip, of which [j + lo, j + hi) read x[src + i * stride_w]
+ * (src < 0: the tap's row lies outside x) and the others are zero. */
+typedef struct kann_gather_run {
+    size_t j, n, oh, ow;
+    size_t lo, hi;
+    ptrdiff_t src;
+} kann_gather_run;
+
+static inline void kann_copy_strided(float *d, const float *s, size_t n, size_t stride) {
+    if (stride == 1) {
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[i];
+    } else if (stride == 2) {
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[2 * i];
+    } else {
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[i * stride];
+    }
+}
+
 /* B columns [p_begin, p_end) gathered into strips of nr columns: the strip holding column
  * p_begin + s * nr + j stores B[k][.] at dst[s * K * nr + k * nr + j]; the columns of the last
- * strip past p_end are zero. */
+ * strip past p_end are zero. Strip by strip (its K * nr floats stay in the L1 cache): the row
+ * runs of the strip once, where each window tap reads them once per tap, then a copy per
+ * input channel and run. */
 static inline void kann_conv2d_packed_gather(const kann_conv2d_packed_args *a, const float *x,
                                              float *dst, size_t p_begin, size_t p_end, size_t nr) {
-    size_t K = (size_t)a->c_in * a->k_h * a->k_w;
-    size_t k = 0;
-    for (uint32_t c = 0; c < a->c_in; c++) {
-        const float *x_c = x + (size_t)c * a->h_in * a->w_in;
-        for (uint32_t kh = 0; kh < a->k_h; kh++) {
-            for (uint32_t kw = 0; kw < a->k_w; kw++, k++) {
-                for (size_t p0 = p_begin; p0 < p_end; p0 += nr) {
-                    float *d = dst + (p0 - p_begin) / nr * K * nr + k * nr;
-                    size_t len = p_end - p0 < nr ? p_end - p0 : nr;
-                    size_t oh = p0 / a->w_out, ow = p0 % a->w_out;
-                    for (size_t j = 0; j < len;) {
-                        size_t run = a->w_out - ow < len - j ? a->w_out - ow : len - j;
-                        int64_t ih =
-                            (int64_t)oh * a->stride_h - a->pad_top + (int64_t)kh * a->dil_h;
-                        if (ih < 0 || ih >= (int64_t)a->h_in) {
-                            kann_fill_zero(d + j, run);
-                        } else {
-                            const float *row = x_c + (size_t)ih * a->w_in;
-                            int64_t iw0 =
-                                (int64_t)ow * a->stride_w - a->pad_left + (int64_t)kw * a->dil_w;
-                            size_t lo, hi;
-                            kann_valid_run(iw0, a->stride_w, a->w_in, run, &lo, &hi);
-                            kann_fill_zero(d + j, lo);
-                            const float *src = row + (iw0 + (int64_t)lo * a->stride_w);
-                            if (a->stride_w == 1) {
-                                for (size_t i = lo; i < hi; i++)
-                                    d[j + i] = src[i - lo];
-                            } else {
-                                for (size_t i = lo; i < hi; i++)
-                                    d[j + i] = src[(i - lo) * a->stride_w];
-                            }
-                            kann_fill_zero(d + j + hi, run - hi);
+    size_t taps = (size_t)a->k_h * a->k_w, K = a->c_in * taps, plane = (size_t)a->h_in * a->w_in;
+    size_t sw = a->stride_w;
+    kann_gather_run runs[KANN_CONV_MAX_STRIP + 1];
+    for (size_t p0 = p_begin; p0 < p_end; p0 += nr, dst += K * nr) {
+        size_t len = p_end - p0 < nr ? p_end - p0 : nr, n_runs = 0;
+        size_t oh = p0 / a->w_out, ow = p0 - oh * a->w_out;
+        for (size_t j = 0; j < len; oh++, ow = 0) {
+            size_t n = a->w_out - ow < len - j ? a->w_out - ow : len - j;
+            runs[n_runs++] = (kann_gather_run){j, n, oh, ow, 0, 0, -1};
+            j += n;
+        }
+        if (len < nr)
+            for (size_t k = 0; k < K; k++)
+                kann_fill_zero(dst + k * nr + len, nr - len);
+        for (size_t kh = 0; kh < a->k_h; kh++) {
+            for (size_t kw = 0; kw < a->k_w; kw++) {
+                for (size_t r = 0; r < n_runs; r++) {
+                    kann_gather_run *u = &runs[r];
+                    int64_t ih = (int64_t)u->oh * a->stride_h - a->pad_top + (int64_t)kh * a->dil_h;
+                    int64_t iw0 = (int64_t)u->ow * sw - a->pad_left + (int64_t)kw * a->dil_w;
+                    u->src = -1;
+                    if (ih < 0 || ih >= (int64_t)a->h_in) continue;
+                    kann_valid_run(iw0, a->stride_w, a->w_in, u->n, &u->lo, &u->hi);
+                    u->src = (ptrdiff_t)(ih * a->w_in + iw0 + (int64_t)u->lo * a->stride_w);
+                }
+                float *d = dst + (kh * a->k_w + kw) * nr;
+                const float *xc = x;
+                for (size_t c = 0; c < a->c_in; c++, d += taps * nr, xc += plane) {
+                    for (size_t r = 0; r < n_runs; r++) {
+                        const kann_gather_run *u = &runs[r];
+                        float *dr = d + u->j;
+                        if (u->src < 0) {
+                            kann_fill_zero(dr, u->n);
+                            continue;
                         }
-                        j += run;
-                        ow = 0;
-                        oh++;
+                        kann_fill_zero(dr, u->lo);
+                        kann_copy_strided(dr + u->lo, xc + u->src, u->hi - u->lo, sw);
+                        kann_fill_zero(dr + u->hi, u->n - u->hi);
                     }
-                    kann_fill_zero(d + len, nr - len);
                 }
             }
         }
     }
 }
 
+/* Lanes [lo, hi) of a strip go to y[at + (j - lo)] (and read res likewise). */
+typedef struct kann_conv_segment {
+    size_t lo, hi, at;
+} kann_conv_segment;
+
 /* What a microkernel computes: for rows r < mr (<= KANN_CONV_PANEL) and columns j < n (<= its
- * strip width), with s = sum_k w[k * 12 + r] * b[k * ldb + j] over its k:
+ * strip width), with s = sum_k w[k * 12 + r] * B[k][j] over its k, where the reduction is
+ * n_groups groups of n_taps: B[g * n_taps + t][j] = b[g * b_stride + taps[t] + j],
  *   first && last:  y[r * ldy + j] = act(s + bias[r] + res[r * ldy + j])  (bias, res optional)
  *   !first: s adds to the partial sum y holds; !last: y gets the partial sum, no epilogue.
- * It may read b[k * ldb + j] only for j < n. */
+ * With n_segments > 0 (first && last only) the columns go where the segments say, and columns
+ * no segment names are dropped. It may read B[k][j] only for j < n. */
 typedef struct kann_conv_tile {
-    size_t k;       /* reduction length */
     const float *w; /* the weight panel [k][12] */
     const float *b;
-    size_t ldb;
+    size_t n_groups, b_stride, n_taps;
+    const ptrdiff_t *taps;
     size_t n, mr;
     const float *bias, *res;
     float *y;
     size_t ldy;
     const kann_act *act;
     int first, last; /* the first / last block of the reduction */
+    size_t n_segments;
+    const kann_conv_segment *segments;
 } kann_conv_tile;
 
 typedef void (*kann_conv_microkernel)(const kann_conv_tile *t);
@@ -121,21 +178,113 @@ typedef void (*kann_conv_microkernel)(const kann_conv_tile *t);
  * block stays in L2 and the weights are read once). */
 #define KANN_CONV_PANELS_L2 (1024u * 1024u)
 
-/* The tile's loop nest: pixel blocks; in each, the gather (unless pointwise), then for each
- * step of the reduction every weight panel of the tile against every strip of nr columns. */
+/* The tile's output channels [*m_begin, *m_end) and pixels [*p_begin, *p_end). */
+static inline void kann_conv2d_packed_range(const kann_conv2d_packed_args *a, size_t *m_begin,
+                                            size_t *m_end, size_t *p_begin, size_t *p_end) {
+    *m_begin = 0;
+    *m_end = a->c_out;
+    *p_begin = 0;
+    *p_end = (size_t)a->h_out * a->w_out;
+    if (a->tile.axis == 0) {
+        *m_begin = a->tile.begin;
+        *m_end = a->tile.end;
+    } else {
+        *p_begin = a->tile.begin;
+        *p_end = a->tile.end;
+    }
+}
+
+/* The segments of the wide strip [P0, P0 + n) (wide pixels of a grid w_in wide) that hold
+ * output columns ow < w_out; a run continuing the previous one (w_in == w_out) extends it. */
+static inline size_t kann_conv2d_wide_segments(size_t P0, size_t n, size_t w_in, size_t w_out,
+                                               kann_conv_segment *seg) {
+    size_t oh = P0 / w_in, ow = P0 - oh * w_in, count = 0;
+    for (size_t j = 0; j < n; oh++, ow = 0) {
+        size_t run = w_in - ow < n - j ? w_in - ow : n - j;
+        if (ow < w_out) {
+            size_t len = w_out - ow < run ? w_out - ow : run, at = oh * w_out + ow;
+            if (count && seg[count - 1].hi == j &&
+                seg[count - 1].at + (j - seg[count - 1].lo) == at)
+                seg[count - 1].hi = j + len;
+            else
+                seg[count++] = (kann_conv_segment){j, j + len, at};
+        }
+        j += run;
+    }
+    return count;
+}
+
+/* Wide B floats per pixel block: the block's rows of every channel stay in the L2 cache while
+ * the weight panels of the tile pass over them. */
+#define KANN_CONV_WIDE_BLOCK_BYTES (1024u * 1024u)
+
+/* The wide path's loop nest (see kann_conv2d_packed_wide): pixel blocks of the wide grid; in
+ * each, every weight panel of the tile against every strip of nr wide pixels, each strip the
+ * whole reduction in one microkernel call with the epilogue at its store. */
+static inline __attribute__((always_inline)) void
+kann_conv2d_packed_drive_wide(const kann_conv2d_packed_args *a, const kann_exec *ex, size_t nr,
+                              kann_conv_microkernel ukr) {
+    size_t m_begin, m_end, p_begin, p_end;
+    kann_conv2d_packed_range(a, &m_begin, &m_end, &p_begin, &p_end);
+    if (m_begin >= m_end || p_begin >= p_end) return;
+    size_t w_in = a->w_in, w_out = a->w_out, hw = (size_t)a->h_out * w_out;
+    size_t n_taps = (size_t)a->k_h * a->k_w, K = a->c_in * n_taps;
+    ptrdiff_t taps[KANN_CONV_MAX_TAPS];
+    for (size_t kh = 0; kh < a->k_h; kh++)
+        for (size_t kw = 0; kw < a->k_w; kw++)
+            taps[kh * a->k_w + kw] = (ptrdiff_t)(kh * a->dil_h * w_in + kw * a->dil_w);
+    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    float *y = kann_mref(ex, a->y);
+    /* the wide pixels of the first and one past the last output pixel of the tile */
+    size_t P_begin = p_begin / w_out * w_in + p_begin % w_out;
+    size_t P_end = (p_end - 1) / w_out * w_in + (p_end - 1) % w_out + 1;
+    size_t block = KANN_CONV_WIDE_BLOCK_BYTES / (sizeof(float) * a->c_in);
+    block = block < nr ? nr : block / nr * nr;
+    kann_conv_segment segments[KANN_CONV_MAX_STRIP];
+    kann_conv_tile t;
+    t.b_stride = (size_t)a->h_in * w_in;
+    t.n_groups = a->c_in;
+    t.n_taps = n_taps;
+    t.taps = taps;
+    t.ldy = hw;
+    t.act = &a->act;
+    t.first = t.last = 1;
+    t.segments = segments;
+    for (size_t q0 = P_begin; q0 < P_end; q0 += block) {
+        size_t q1 = P_end - q0 < block ? P_end : q0 + block;
+        for (size_t m0 = m_begin; m0 < m_end; m0 += KANN_CONV_PANEL) {
+            /* m0 is a panel start: the tile begins on one */
+            t.w = w + m0 * K;
+            t.mr = m_end - m0 < KANN_CONV_PANEL ? m_end - m0 : KANN_CONV_PANEL;
+            t.bias = bias ? bias + m0 : NULL;
+            t.res = res ? res + m0 * hw : NULL;
+            t.y = y + m0 * hw;
+            for (size_t P0 = q0; P0 < q1; P0 += nr) {
+                t.n = q1 - P0 < nr ? q1 - P0 : nr;
+                t.b = x + P0;
+                t.n_segments = kann_conv2d_wide_segments(P0, t.n, w_in, w_out, segments);
+                ukr(&t);
+            }
+        }
+    }
+}
+
+/* The loop nest of the pointwise and gather paths: pixel blocks; in each, the gather (unless
+ * pointwise), then for each step of the reduction every weight panel of the tile against
+ * every strip of nr columns. */
 static inline __attribute__((always_inline)) void
 kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, size_t nr,
                          kann_conv_microkernel ukr) {
-    size_t hw = (size_t)a->h_out * a->w_out, K = (size_t)a->c_in * a->k_h * a->k_w;
-    size_t m_begin = 0, m_end = a->c_out, p_begin = 0, p_end = hw;
-    if (a->tile.axis == 0) {
-        m_begin = a->tile.begin;
-        m_end = a->tile.end;
-    } else {
-        p_begin = a->tile.begin;
-        p_end = a->tile.end;
+    if (kann_conv2d_packed_wide(a)) {
+        kann_conv2d_packed_drive_wide(a, ex, nr, ukr);
+        return;
     }
+    size_t m_begin, m_end, p_begin, p_end;
+    kann_conv2d_packed_range(a, &m_begin, &m_end, &p_begin, &p_end);
     if (m_begin >= m_end || p_begin >= p_end) return;
+    size_t hw = (size_t)a->h_out * a->w_out, K = (size_t)a->c_in * a->k_h * a->k_w;
     const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
@@ -143,9 +292,14 @@ kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, 
     int pointwise = kann_conv2d_packed_pointwise(a);
     float *scratch = pointwise ? NULL : kann_mref(ex, a->scratch) + p_begin * K;
     size_t block = kann_conv2d_packed_block(K);
+    static const ptrdiff_t no_taps[1] = {0};
     kann_conv_tile t;
     t.ldy = hw;
     t.act = &a->act;
+    t.n_taps = 1;
+    t.taps = no_taps;
+    t.n_segments = 0;
+    t.segments = NULL;
     for (size_t q0 = p_begin; q0 < p_end; q0 += block) {
         size_t q1 = p_end - q0 < block ? p_end : q0 + block;
         float *packed = NULL;
@@ -158,9 +312,9 @@ kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, 
         int strips_outer =
             n_panels * KANN_CONV_PANEL * KANN_CONV_KC * sizeof(float) <= KANN_CONV_PANELS_L2;
         for (size_t k0 = 0; k0 < K; k0 += KANN_CONV_KC) {
-            t.k = K - k0 < KANN_CONV_KC ? K - k0 : KANN_CONV_KC;
+            t.n_groups = K - k0 < KANN_CONV_KC ? K - k0 : KANN_CONV_KC;
             t.first = k0 == 0;
-            t.last = k0 + t.k == K;
+            t.last = k0 + t.n_groups == K;
             for (size_t i = 0; i < n_panels * n_strips; i++) {
                 size_t panel = strips_outer ? i % n_panels : i / n_strips;
                 size_t strip = strips_outer ? i / n_panels : i % n_strips;
@@ -172,10 +326,10 @@ kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, 
                 t.n = q1 - p0 < nr ? q1 - p0 : nr;
                 if (pointwise) {
                     t.b = x + k0 * hw + p0;
-                    t.ldb = hw;
+                    t.b_stride = hw;
                 } else {
                     t.b = packed + (p0 - q0) * K + k0 * nr;
-                    t.ldb = nr;
+                    t.b_stride = nr;
                 }
                 t.res = res ? res + m0 * hw + p0 : NULL;
                 t.y = y + m0 * hw + p0;

@@ -17,9 +17,36 @@ static inline __m256i lane_mask(size_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), iota);
 }
 
+/* One row's two vectors through the segments of a wide strip: spilled, then each segment's
+ * lanes (columns of the wide grid past w_out are in none) reloaded and stored at its place in
+ * y with the residual and activation. */
+static inline void store_segments(const kann_conv_tile *t, size_t row, __m256 v0, __m256 v1,
+                                  int vec_act, __m256 lo, __m256 hi) {
+    float lane[NR + 8];
+    _mm256_storeu_ps(lane, v0);
+    _mm256_storeu_ps(lane + 8, v1);
+    _mm256_storeu_ps(lane + 16, _mm256_setzero_ps());
+    float *y = t->y + row * t->ldy;
+    const float *res = t->res ? t->res + row * t->ldy : NULL;
+    for (size_t s = 0; s < t->n_segments; s++) {
+        const kann_conv_segment *sg = &t->segments[s];
+        for (size_t j = sg->lo; j < sg->hi; j += 8) {
+            size_t at = sg->at + (j - sg->lo);
+            __m256i m = lane_mask(sg->hi - j);
+            __m256 v = _mm256_loadu_ps(lane + j);
+            if (res) v = _mm256_add_ps(v, _mm256_maskload_ps(res + at, m));
+            if (vec_act) v = kann_act256(v, t->act, lo, hi);
+            _mm256_maskstore_ps(y + at, m, v);
+            if (!vec_act)
+                for (size_t i = j; i < sg->hi && i < j + 8; i++)
+                    y[sg->at + (i - sg->lo)] = kann_act_apply(t->act, y[sg->at + (i - sg->lo)]);
+        }
+    }
+}
+
 static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
     __m256 c[MR][2];
-    size_t n = t->n, ldb = t->ldb;
+    size_t n = t->n, ldb = t->b_stride;
     {
         __m256i m0 = lane_mask(n), m1 = lane_mask(n > 8 ? n - 8 : 0);
 #pragma GCC unroll 6
@@ -32,26 +59,36 @@ static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
             }
         }
     }
-    const float *w = t->w + row0, *b = t->b;
+    const float *w = t->w + row0;
+    const ptrdiff_t *taps = t->taps;
+    size_t n_taps = t->n_taps;
     if (n == NR) {
-        for (size_t k = 0; k < t->k; k++, w += KANN_CONV_PANEL, b += ldb) {
-            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+        for (size_t g = 0; g < t->n_groups; g++) {
+            const float *bg = t->b + g * ldb;
+            for (size_t tap = 0; tap < n_taps; tap++, w += KANN_CONV_PANEL) {
+                const float *b = bg + taps[tap];
+                __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
-            for (int r = 0; r < MR; r++) {
-                __m256 a = _mm256_broadcast_ss(w + r);
-                c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
-                c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+                for (int r = 0; r < MR; r++) {
+                    __m256 a = _mm256_broadcast_ss(w + r);
+                    c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
+                    c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+                }
             }
         }
     } else {
         __m256i m0 = lane_mask(n), m1 = lane_mask(n > 8 ? n - 8 : 0);
-        for (size_t k = 0; k < t->k; k++, w += KANN_CONV_PANEL, b += ldb) {
-            __m256 b0 = _mm256_maskload_ps(b, m0), b1 = _mm256_maskload_ps(b + 8, m1);
+        for (size_t g = 0; g < t->n_groups; g++) {
+            const float *bg = t->b + g * ldb;
+            for (size_t tap = 0; tap < n_taps; tap++, w += KANN_CONV_PANEL) {
+                const float *b = bg + taps[tap];
+                __m256 b0 = _mm256_maskload_ps(b, m0), b1 = _mm256_maskload_ps(b + 8, m1);
 #pragma GCC unroll 6
-            for (int r = 0; r < MR; r++) {
-                __m256 a = _mm256_broadcast_ss(w + r);
-                c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
-                c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+                for (int r = 0; r < MR; r++) {
+                    __m256 a = _mm256_broadcast_ss(w + r);
+                    c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
+                    c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+                }
             }
         }
     }
@@ -77,6 +114,10 @@ static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
             __m256 bv = _mm256_set1_ps(t->bias[row]);
             v0 = _mm256_add_ps(v0, bv);
             v1 = _mm256_add_ps(v1, bv);
+        }
+        if (t->n_segments) {
+            store_segments(t, row, v0, v1, vec_act, lo, hi);
+            continue;
         }
         if (t->res) {
             const float *res = t->res + row * t->ldy;

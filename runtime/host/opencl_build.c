@@ -105,12 +105,85 @@ _Static_assert(offsetof(kann_conv2d_args, tile) == 0 && offsetof(kann_tile, axis
 _Static_assert(offsetof(kann_ref, space) == 0 && offsetof(kann_ref, offset) == 8,
                "common.cl reads a ref as space at word 0, offset at words 2..3");
 
+/* The families of the kernels past the first twelve (reduce, norm, data movement, spatial,
+ * typed elementwise): fields the .cl files read, one family per line. */
+// clang-format off
+static const field_offset more_fields[] = {
+    FIELD(binary_typed, a) FIELD(binary_typed, a_strides) FIELD(binary_typed, b)
+    FIELD(binary_typed, b_strides) FIELD(binary_typed, dims) FIELD(binary_typed, dtype)
+    FIELD(binary_typed, op) FIELD(binary_typed, rank) FIELD(binary_typed, y)
+    FIELD(cast, from) FIELD(cast, to) FIELD(cast, x) FIELD(cast, y)
+    FIELD(conv_transpose, bias) FIELD(conv_transpose, c_in) FIELD(conv_transpose, c_out)
+    FIELD(conv_transpose, dil) FIELD(conv_transpose, group) FIELD(conv_transpose, in)
+    FIELD(conv_transpose, k) FIELD(conv_transpose, out) FIELD(conv_transpose, pad)
+    FIELD(conv_transpose, stride) FIELD(conv_transpose, w) FIELD(conv_transpose, x)
+    FIELD(conv_transpose, y) ACT_FIELDS(conv_transpose)
+    FIELD(gather, axis_len) FIELD(gather, elem_size) FIELD(gather, idx) FIELD(gather, idx_size)
+    FIELD(gather, inner) FIELD(gather, n_indices) FIELD(gather, x) FIELD(gather, y)
+    FIELD(gather_elements, axis) FIELD(gather_elements, axis_len) FIELD(gather_elements, dims)
+    FIELD(gather_elements, elem_size) FIELD(gather_elements, idx) FIELD(gather_elements, idx_size)
+    FIELD(gather_elements, rank) FIELD(gather_elements, x) FIELD(gather_elements, x_strides)
+    FIELD(gather_elements, y)
+    FIELD(lrn, alpha) FIELD(lrn, beta) FIELD(lrn, bias) FIELD(lrn, c) FIELD(lrn, inner)
+    FIELD(lrn, size) FIELD(lrn, x) FIELD(lrn, y)
+    FIELD(nd_index, batch_stride) FIELD(nd_index, batches) FIELD(nd_index, dims)
+    FIELD(nd_index, dst) FIELD(nd_index, elem_size) FIELD(nd_index, idx) FIELD(nd_index, idx_size)
+    FIELD(nd_index, k) FIELD(nd_index, n_tuples) FIELD(nd_index, reduction)
+    FIELD(nd_index, slice_len) FIELD(nd_index, src) FIELD(nd_index, strides)
+    FIELD(nll_loss, c) FIELD(nll_loss, has_ignore) FIELD(nll_loss, ignore_index)
+    FIELD(nll_loss, inner) FIELD(nll_loss, n) FIELD(nll_loss, reduction) FIELD(nll_loss, target)
+    FIELD(nll_loss, weight) FIELD(nll_loss, x) FIELD(nll_loss, y)
+    FIELD(norm, bias) FIELD(norm, epsilon) FIELD(norm, inv_std_out) FIELD(norm, len)
+    FIELD(norm, mean) FIELD(norm, mean_out) FIELD(norm, param_group_stride)
+    FIELD(norm, param_groups) FIELD(norm, param_inner) FIELD(norm, scale) FIELD(norm, stats_given)
+    FIELD(norm, var) FIELD(norm, x) FIELD(norm, y) ACT_FIELDS(norm)
+    FIELD(pad, dims) FIELD(pad, elem_size) FIELD(pad, mode) FIELD(pad, pad_begin) FIELD(pad, rank)
+    FIELD(pad, value) FIELD(pad, x) FIELD(pad, x_dims) FIELD(pad, y)
+    FIELD(pad2d, x) FIELD(pad2d, y) FIELD(pad2d, h_in) FIELD(pad2d, w_in) FIELD(pad2d, h_out)
+    FIELD(pad2d, w_out) FIELD(pad2d, pad_top) FIELD(pad2d, pad_left)
+    FIELD(pool_nd, count_include_pad) FIELD(pool_nd, dil) FIELD(pool_nd, in)
+    FIELD(pool_nd, indices) FIELD(pool_nd, k) FIELD(pool_nd, kind) FIELD(pool_nd, out)
+    FIELD(pool_nd, pad_begin) FIELD(pool_nd, pad_end) FIELD(pool_nd, storage_order)
+    FIELD(pool_nd, stride) FIELD(pool_nd, x) FIELD(pool_nd, y) ACT_FIELDS(pool_nd)
+    FIELD(reduce, op) FIELD(reduce, out_dims) FIELD(reduce, out_rank) FIELD(reduce, out_strides)
+    FIELD(reduce, red_dims) FIELD(reduce, red_rank) FIELD(reduce, red_strides)
+    FIELD(reduce, select_last) FIELD(reduce, x) FIELD(reduce, y)
+    FIELD(resize, extrapolation) FIELD(resize, h_in) FIELD(resize, h_out) FIELD(resize, table_h)
+    FIELD(resize, table_w) FIELD(resize, taps_h) FIELD(resize, taps_w) FIELD(resize, w_in)
+    FIELD(resize, w_out) FIELD(resize, x) FIELD(resize, y)
+    FIELD(scatter_elements, axis) FIELD(scatter_elements, axis_len) FIELD(scatter_elements, dims)
+    FIELD(scatter_elements, elem_size) FIELD(scatter_elements, idx)
+    FIELD(scatter_elements, idx_size) FIELD(scatter_elements, rank)
+    FIELD(scatter_elements, reduction) FIELD(scatter_elements, updates) FIELD(scatter_elements, y)
+    FIELD(scatter_elements, y_strides)
+    FIELD(strided_copy, dims) FIELD(strided_copy, elem_size) FIELD(strided_copy, rank)
+    FIELD(strided_copy, x) FIELD(strided_copy, x_base) FIELD(strided_copy, x_strides)
+    FIELD(strided_copy, y) FIELD(strided_copy, y_base) FIELD(strided_copy, y_strides)
+    FIELD(ternary, a) FIELD(ternary, a_strides) FIELD(ternary, b) FIELD(ternary, b_strides)
+    FIELD(ternary, c) FIELD(ternary, c_strides) FIELD(ternary, dims) FIELD(ternary, dtype)
+    FIELD(ternary, op) FIELD(ternary, rank) FIELD(ternary, y)
+    FIELD(trilu, cols) FIELD(trilu, elem_size) FIELD(trilu, k) FIELD(trilu, k_ref)
+    FIELD(trilu, rows) FIELD(trilu, upper) FIELD(trilu, x) FIELD(trilu, y)
+    FIELD(unary, dtype) FIELD(unary, flags) FIELD(unary, op) FIELD(unary, x) FIELD(unary, y)
+};
+// clang-format on
+
+static const struct {
+    const field_offset *fields;
+    size_t n;
+} field_tables[] = {{fields, sizeof fields / sizeof fields[0]},
+                    {more_fields, sizeof more_fields / sizeof more_fields[0]}};
+
 static const char *const program_files[KANN_OCL_PROGRAM_KIND_COUNT][6] = {
     [KANN_OCL_PROGRAM_GENERIC] = {"common.cl", "eltwise.cl", "pool.cl", "softmax.cl", "layout.cl",
                                   NULL},
     [KANN_OCL_PROGRAM_MATMUL] = {"common.cl", "vector.cl", "act_vec.cl", "matmul.cl", NULL},
     [KANN_OCL_PROGRAM_CONV_CPU] = {"common.cl", "vector.cl", "act_vec.cl", "conv2d_cpu.cl", NULL},
     [KANN_OCL_PROGRAM_CONV_GPU] = {"common.cl", "vector.cl", "act_vec.cl", "conv2d_gpu.cl", NULL},
+    [KANN_OCL_PROGRAM_REDUCE] = {"common.cl", "bytes.cl", "reduce.cl", NULL},
+    [KANN_OCL_PROGRAM_DATA] = {"common.cl", "bytes.cl", "data.cl", NULL},
+    [KANN_OCL_PROGRAM_SPATIAL] = {"common.cl", "bytes.cl", "spatial.cl", NULL},
+    [KANN_OCL_PROGRAM_TYPED] = {"common.cl", "bytes.cl", "typed.cl", NULL},
 };
 
 static const char *embedded_source(const char *name) {
@@ -121,8 +194,9 @@ static const char *embedded_source(const char *name) {
 
 char *kann_ocl_program_source(kann_ocl_program_kind kind, kann_error *err) {
     size_t n = 64;
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        n += strlen(fields[i].name) + 32;
+    for (size_t t = 0; t < sizeof field_tables / sizeof field_tables[0]; t++)
+        for (size_t i = 0; i < field_tables[t].n; i++)
+            n += strlen(field_tables[t].fields[i].name) + 32;
     for (const char *const *f = program_files[kind]; *f; f++) {
         const char *text = embedded_source(*f);
         if (!text) {
@@ -137,12 +211,14 @@ char *kann_ocl_program_source(kann_ocl_program_kind kind, kann_error *err) {
         return NULL;
     }
     p += sprintf(p, "/* argument struct layout: word offsets */\n");
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        p += sprintf(p, "#define A_");
-        for (const char *c = fields[i].name; *c; c++)
-            *p++ = *c == '.' ? '_' : *c;
-        p += sprintf(p, " %zu\n", fields[i].offset / 4);
-    }
+    for (size_t t = 0; t < sizeof field_tables / sizeof field_tables[0]; t++)
+        for (size_t i = 0; i < field_tables[t].n; i++) {
+            const field_offset *f = &field_tables[t].fields[i];
+            p += sprintf(p, "#define A_");
+            for (const char *c = f->name; *c; c++)
+                *p++ = *c == '.' ? '_' : *c;
+            p += sprintf(p, " %zu\n", f->offset / 4);
+        }
     for (const char *const *f = program_files[kind]; *f; f++)
         p += sprintf(p, "%s\n", embedded_source(*f));
     return src;

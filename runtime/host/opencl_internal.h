@@ -23,6 +23,10 @@ typedef enum kann_ocl_program_kind {
     KANN_OCL_PROGRAM_MATMUL,
     KANN_OCL_PROGRAM_CONV_CPU,
     KANN_OCL_PROGRAM_CONV_GPU,
+    KANN_OCL_PROGRAM_REDUCE,  /* reduce, norm, hardmax, lrn, nll_loss */
+    KANN_OCL_PROGRAM_DATA,    /* data movement of any element size, gathers, scatters, pad2d */
+    KANN_OCL_PROGRAM_SPATIAL, /* conv_transpose, conv_nd, pool_nd, resize */
+    KANN_OCL_PROGRAM_TYPED,   /* unary, binary_typed, ternary, cast */
     KANN_OCL_PROGRAM_KIND_COUNT
 } kann_ocl_program_kind;
 

@@ -26,6 +26,24 @@ static void simple_launch(kann_ocl_launch *l, const char *entry, size_t d0, size
     l->global[2] = d2;
 }
 
+/* simple_launch for a kernel of another program (kernel ids 13 on). */
+static void program_launch(kann_ocl_launch *l, kann_ocl_program_kind program, const char *entry,
+                           size_t d0, size_t d1, size_t d2) {
+    simple_launch(l, entry, d0, d1, d2);
+    l->program = program;
+}
+
+/* scatter_nd applies its tuples in order. When every tuple offset is a multiple of slice_len,
+ * slice element i of any tuple lands on elements no other slice element reaches, so one
+ * work-item per slice element (each walking the tuples in order) keeps that order; the kernel
+ * makes the same test (data.cl). */
+static size_t scatter_nd_width(const kann_scatter_nd_args *a) {
+    if (a->slice_len == 0) return 0;
+    for (uint32_t j = 0; j < a->k && j < KANN_MAX_RANK; j++)
+        if (a->strides[j] % a->slice_len != 0) return 1;
+    return a->slice_len;
+}
+
 /* The shape fields conv2d, dwconv2d and conv2d_packed share. */
 typedef struct conv_shape {
     uint32_t n, c_in, h_in, w_in, c_out, h_out, w_out, group;
@@ -245,6 +263,102 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
         simple_launch(l, "f32_copy", a->row_len, tile_len, 1);
         return KANN_OK;
     }
+    case KANN_KERNEL_F32_REDUCE:
+        program_launch(l, KANN_OCL_PROGRAM_REDUCE, "f32_reduce", tile_len, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_F32_NORM: {
+        const kann_norm_args *a = args;
+        program_launch(l, KANN_OCL_PROGRAM_REDUCE, "f32_norm", a->len ? tile_len : 0, 1, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_F32_HARDMAX: {
+        const kann_softmax_args *a = args;
+        program_launch(l, KANN_OCL_PROGRAM_REDUCE, "f32_hardmax", a->inner,
+                       a->axis_len ? tile_len : 0, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_F32_LRN: {
+        const kann_lrn_args *a = args;
+        program_launch(l, KANN_OCL_PROGRAM_REDUCE, "f32_lrn", a->inner, tile_len, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_F32_NLL_LOSS: {
+        const kann_nll_loss_args *a = args;
+        size_t n = a->reduction == KANN_LOSS_NONE ? tile_len : tile_len ? 1 : 0;
+        program_launch(l, KANN_OCL_PROGRAM_REDUCE, "f32_nll_loss", n, 1, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_STRIDED_COPY:
+        program_launch(l, KANN_OCL_PROGRAM_DATA, "strided_copy", tile_len, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_GATHER: {
+        const kann_gather_args *a = args;
+        program_launch(l, KANN_OCL_PROGRAM_DATA, "gather", a->inner, tile_len, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_GATHER_ELEMENTS:
+        program_launch(l, KANN_OCL_PROGRAM_DATA, "gather_elements", tile_len, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_GATHER_ND: {
+        const kann_gather_nd_args *a = args;
+        program_launch(l, KANN_OCL_PROGRAM_DATA, "gather_nd", a->slice_len, tile_len, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_SCATTER_ELEMENTS:
+        program_launch(l, KANN_OCL_PROGRAM_DATA, "scatter_elements", tile_len ? 1 : 0, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_SCATTER_ND:
+        program_launch(l, KANN_OCL_PROGRAM_DATA, "scatter_nd",
+                       tile_len ? scatter_nd_width(args) : 0, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_TRILU: {
+        const kann_trilu_args *a = args;
+        program_launch(l, KANN_OCL_PROGRAM_DATA, "trilu", a->cols, tile_len, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_PAD: {
+        const kann_pad_args *a = args;
+        size_t row = a->rank >= 1 && a->rank <= KANN_MAX_RANK ? a->dims[a->rank - 1] : 0;
+        program_launch(l, KANN_OCL_PROGRAM_DATA, "pad", row, tile_len, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_F32_PAD2D: {
+        const kann_pad2d_args *a = args;
+        program_launch(l, KANN_OCL_PROGRAM_DATA, "f32_pad2d", a->w_out, tile_len, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_F32_CONV_TRANSPOSE:
+    case KANN_KERNEL_F32_CONV_ND: {
+        const kann_conv_transpose_args *a = args;
+        size_t out_sp = (size_t)a->out[0] * a->out[1] * a->out[2];
+        program_launch(l, KANN_OCL_PROGRAM_SPATIAL,
+                       kernel_id == KANN_KERNEL_F32_CONV_ND ? "f32_conv_nd" : "f32_conv_transpose",
+                       out_sp, tile_len, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_F32_POOL_ND: {
+        const kann_pool_nd_args *a = args;
+        size_t out_sp = (size_t)a->out[0] * a->out[1] * a->out[2];
+        program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_pool_nd", out_sp, tile_len, 1);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_F32_RESIZE: {
+        const kann_resize_args *a = args;
+        program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_resize", a->w_out, a->h_out, tile_len);
+        return KANN_OK;
+    }
+    case KANN_KERNEL_UNARY:
+        program_launch(l, KANN_OCL_PROGRAM_TYPED, "unary", tile_len, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_BINARY_TYPED:
+        program_launch(l, KANN_OCL_PROGRAM_TYPED, "binary_typed", tile_len, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_TERNARY:
+        program_launch(l, KANN_OCL_PROGRAM_TYPED, "ternary", tile_len, 1, 1);
+        return KANN_OK;
+    case KANN_KERNEL_CAST:
+        program_launch(l, KANN_OCL_PROGRAM_TYPED, "cast", tile_len, 1, 1);
+        return KANN_OK;
     default:
         break;
     }

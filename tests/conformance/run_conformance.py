@@ -9,6 +9,11 @@ Tolerance: |out - ref| <= atol + rtol * |ref| elementwise with rtol = 1e-3, atol
 floating point (the ONNX backend tests' own rtol); integers and booleans exactly.
 
   run_conformance.py [--data DIR] [--report docs/conformance.md] [--only SUBSTR] [--jobs N]
+                     [--backend cpu|opencl] [--every N]
+
+--backend opencl runs every compiled case through kann-run --backend opencl: a case the backend
+refuses at load is a fail (it compiled). --every N keeps every N-th case of the sorted list (a
+deterministic subset).
 
 Exit status 1 when any case fails (a case that compiles must pass), else 0.
 """
@@ -31,6 +36,7 @@ SUITES = ["node", "pytorch-converted", "pytorch-operator", "simple"]
 RTOL, ATOL = 1e-3, 1e-5
 KANN_C = os.environ.get("KANN_C", "kann-c")
 KANN_RUN = os.environ.get("KANN_RUN", "kann-run")
+BACKEND_ARGS = []  # --backend opencl: extra kann-run arguments
 
 
 def load_pb(path):
@@ -95,7 +101,7 @@ def run_case(case_dir, work):
                              key=lambda s: int(re.findall(r"\d+", os.path.basename(s))[0]))
             out_dir = os.path.join(work, name.replace("/", "__") + "." + os.path.basename(ds))
             os.makedirs(out_dir, exist_ok=True)
-            cmd = [KANN_RUN, out_bin, "--threads", "2", "--output-dir", out_dir]
+            cmd = [KANN_RUN, out_bin, "--threads", "2", "--output-dir", out_dir, *BACKEND_ARGS]
             for i in inputs:
                 cmd += ["-i", i]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -157,8 +163,11 @@ def main():
     ap.add_argument("--report", default=None)
     ap.add_argument("--only", default=None)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--backend", default="cpu", help="kann-run --backend (cpu or opencl)")
+    ap.add_argument("--every", type=int, default=1, help="keep every N-th case (a subset)")
     args = ap.parse_args()
     DATA = args.data
+    BACKEND_ARGS[:] = ["--backend", args.backend] if args.backend != "cpu" else []
     if not os.path.isdir(DATA):
         print(f"no ONNX test data at {DATA}: skipped")
         return 77
@@ -167,6 +176,7 @@ def main():
         for d in sorted(glob.glob(os.path.join(DATA, suite, "*"))):
             if os.path.exists(os.path.join(d, "model.onnx")) and (not args.only or args.only in d):
                 cases.append(d)
+    cases = cases[::max(args.every, 1)]
     ops_of = {os.path.relpath(d, DATA): model_ops(os.path.join(d, "model.onnx")) for d in cases}
     results = []
     with tempfile.TemporaryDirectory() as work:

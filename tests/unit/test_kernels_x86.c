@@ -1,7 +1,8 @@
 /* The CPU kernel variants (generic, AVX2, AVX-512: each one this machine runs) against the
- * reference conv2d and matmul on random shapes with ragged panels and strips, odd channel
- * counts, padding, strides, dilation, every epilogue, split into complementary tiles; the
- * conv2d_packed and dwconv2d validators on good and bad arguments; the ISA selection API. */
+ * reference conv2d, pool2d and matmul on random shapes with ragged panels and strips, odd
+ * channel counts, padding, strides, dilation, every epilogue, split into complementary tiles;
+ * conv2d_packed's wide path behind pad2d as the compiler lowers it; the conv2d_packed, pad2d
+ * and dwconv2d validators on good and bad arguments; the ISA selection API. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "kann_kernels.h"
+#include "ref/conv2d_packed.h"
 #ifdef KANN_HAVE_X86
 #include "kann_x86.h"
 #endif
@@ -138,11 +140,40 @@ static void expect_close(const float *want, const float *got, size_t n, const ch
 
 typedef struct conv_case {
     uint32_t c_in, c_out, h_in, w_in, k_h, k_w, stride, dil, pad;
+    int via_pad; /* as the compiler lowers a stride-1 conv: pad2d, then the wide path */
 } conv_case;
 
-static int pointwise(const kann_conv2d_packed_args *a) {
-    return a->k_h == 1 && a->k_w == 1 && a->stride_h == 1 && a->stride_w == 1 && a->pad_top == 0 &&
-           a->pad_left == 0 && a->h_in == a->h_out && a->w_in == a->w_out;
+/* x padded by pad2d (run as two complementary row tiles) to the rows and columns the windows of
+ * a stride-1 conv reach; a becomes the conv without padding on that input. Returns 0 (a kept)
+ * when the wide path would not take the padded conv. */
+static int pad_for_wide(kann_conv2d_packed_args *a, const kann_exec *ex, const kann_bounds *bd) {
+    kann_conv2d_packed_args wide = *a;
+    wide.h_in = a->h_out + a->dil_h * (a->k_h - 1);
+    wide.w_in = a->w_out + a->dil_w * (a->k_w - 1);
+    wide.pad_top = wide.pad_left = 0;
+    if (!kann_conv2d_packed_wide(&wide)) return 0;
+    kann_pad2d_args p = {0};
+    p.c = a->c_in;
+    p.h_in = a->h_in;
+    p.w_in = a->w_in;
+    p.h_out = wide.h_in;
+    p.w_out = wide.w_in;
+    p.pad_top = a->pad_top;
+    p.pad_left = a->pad_left;
+    p.x = a->x;
+    p.y = alloc_ref((size_t)p.c * p.h_out * p.w_out, 0);
+    uint32_t rows = p.c * p.h_out, cut = rng_range(0, rows);
+    kann_pad2d_args t0 = p, t1 = p;
+    t0.tile = (kann_tile){0, 0, cut, 0};
+    t1.tile = (kann_tile){0, cut, rows, 0};
+    kann_error err;
+    assert_int_equal(kann_pad2d_validate(&t0, bd, &err), KANN_OK);
+    assert_int_equal(kann_pad2d_validate(&t1, bd, &err), KANN_OK);
+    kann_f32_pad2d_ref(&t0, ex);
+    kann_f32_pad2d_ref(&t1, ex);
+    wide.x = p.y;
+    *a = wide;
+    return 1;
 }
 
 /* Runs one conv case on every variant (two complementary tiles on a random axis) and checks it
@@ -152,8 +183,10 @@ static void run_conv_case(const conv_case *cc) {
     uint32_t w_out = (cc->w_in + 2 * cc->pad - cc->dil * (cc->k_w - 1) - 1) / cc->stride + 1;
     size_t K = (size_t)cc->c_in * cc->k_h * cc->k_w, hw = (size_t)h_out * w_out;
     size_t panels = (cc->c_out + 11) / 12, hw32 = (hw + 31) / 32 * 32;
+    size_t padded =
+        (size_t)cc->c_in * (h_out + cc->dil * (cc->k_h - 1)) * (w_out + cc->dil * (cc->k_w - 1));
     arena_reset(cc->c_in * cc->h_in * cc->w_in + cc->c_out * K + panels * 12 * K + cc->c_out +
-                3 * cc->c_out * hw + K * hw32 + 1024);
+                3 * cc->c_out * hw + K * hw32 + padded + 1024);
     kann_conv2d_args r = {0};
     r.n = 1;
     r.c_in = cc->c_in;
@@ -205,7 +238,9 @@ static void run_conv_case(const conv_case *cc) {
         for (size_t k = 0; k < K; k++)
             wp[(m / 12) * K * 12 + k * 12 + m % 12] = w[m * K + k];
     a.y = alloc_ref(cc->c_out * hw, 0);
-    a.scratch = pointwise(&a) ? none : alloc_ref(K * hw32, 0);
+    if (cc->via_pad && cc->stride == 1) pad_for_wide(&a, &ex, &bd);
+    int in_place = kann_conv2d_packed_pointwise(&a) || kann_conv2d_packed_wide(&a);
+    a.scratch = in_place ? none : alloc_ref(K * hw32, 0);
 
     variant vs[4];
     int nv = variants_of(KANN_KERNEL_F32_CONV2D_PACKED, vs);
@@ -226,9 +261,14 @@ static void run_conv_case(const conv_case *cc) {
         vs[v].fn(&t0, &ex);
         vs[v].fn(&t1, &ex);
         char what[160];
-        snprintf(what, sizeof what, "conv c_in %u c_out %u %ux%u k %ux%u s %u d %u p %u act %u",
+        snprintf(what, sizeof what,
+                 "conv c_in %u c_out %u %ux%u k %ux%u s %u d %u p %u act %u %s tile %u@%u",
                  cc->c_in, cc->c_out, cc->h_in, cc->w_in, cc->k_h, cc->k_w, cc->stride, cc->dil,
-                 cc->pad, a.act.kind);
+                 cc->pad, a.act.kind,
+                 kann_conv2d_packed_wide(&a)        ? "wide"
+                 : kann_conv2d_packed_pointwise(&a) ? "pointwise"
+                                                    : "gather",
+                 axis, cut);
         expect_close(at(r.y), at(a.y), cc->c_out * hw, what, vs[v].isa);
     }
 }
@@ -251,8 +291,43 @@ static void test_conv2d_packed_random(void **state) {
             cc.k_h = cc.k_w = cc.stride = cc.dil = 1;
             cc.pad = 0;
         }
+        cc.via_pad = i % 2;
         run_conv_case(&cc);
     }
+}
+
+/* The wide path: stride-1 convs padded by pad2d (or without padding, read in place), windows
+ * up to 5x5, strips that span several rows and rows that span several strips, odd channel
+ * counts, ragged last panels and strips. */
+static void test_conv2d_packed_wide_random(void **state) {
+    (void)state;
+    rng_state = 1234;
+    int wide = 0;
+    for (int i = 0; i < 120; i++) {
+        conv_case cc;
+        cc.c_in = rng_range(1, 37);
+        cc.c_out = rng_range(1, 50);
+        cc.k_h = rng_range(1, 5);
+        cc.k_w = rng_range(1, 5);
+        cc.dil = rng_range(1, 4) == 1 ? 2 : 1;
+        cc.stride = 1;
+        cc.pad = i % 4 == 0 ? 0 : rng_range(0, 2);
+        cc.h_in = rng_range(cc.dil * (cc.k_h - 1) + 1, 17);
+        cc.w_in = rng_range(cc.dil * (cc.k_w - 1) + 1, 70);
+        cc.via_pad = 1;
+        run_conv_case(&cc);
+        kann_conv2d_packed_args a = {0};
+        a.stride_h = a.stride_w = 1;
+        a.dil_h = a.dil_w = cc.dil;
+        a.k_h = cc.k_h;
+        a.k_w = cc.k_w;
+        a.h_out = cc.h_in + 2 * cc.pad - cc.dil * (cc.k_h - 1);
+        a.w_out = cc.w_in + 2 * cc.pad - cc.dil * (cc.k_w - 1);
+        a.h_in = a.h_out + cc.dil * (cc.k_h - 1);
+        a.w_in = a.w_out + cc.dil * (cc.k_w - 1);
+        wide += kann_conv2d_packed_wide(&a);
+    }
+    assert_true(wide > 60); /* most cases took the wide path */
 }
 
 /* Shapes of the real models: long reductions, 7x7 and 13x13 planes, 3 input channels. */
@@ -260,13 +335,20 @@ static void test_conv2d_packed_model_shapes(void **state) {
     (void)state;
     rng_state = 7;
     const conv_case cases[] = {
-        {64, 64, 14, 14, 3, 3, 1, 1, 1},  {3, 64, 32, 32, 7, 7, 2, 1, 3},
-        {96, 17, 13, 13, 1, 1, 1, 1, 0},  {256, 30, 7, 7, 3, 3, 1, 1, 1},
-        {64, 128, 14, 14, 1, 1, 2, 1, 0}, {3, 32, 24, 24, 3, 3, 2, 1, 1},
-        {40, 13, 300, 1, 1, 1, 1, 1, 0},  {300, 20, 5, 7, 1, 1, 1, 1, 0},
+        {64, 64, 14, 14, 3, 3, 1, 1, 1, 0},  {3, 64, 32, 32, 7, 7, 2, 1, 3, 0},
+        {96, 17, 13, 13, 1, 1, 1, 1, 0, 0},  {256, 30, 7, 7, 3, 3, 1, 1, 1, 0},
+        {64, 128, 14, 14, 1, 1, 2, 1, 0, 0}, {3, 32, 24, 24, 3, 3, 2, 1, 1, 0},
+        {40, 13, 300, 1, 1, 1, 1, 1, 0, 0},  {300, 20, 5, 7, 1, 1, 1, 1, 0, 0},
+        {64, 64, 28, 28, 3, 3, 1, 1, 1, 0},  {16, 64, 13, 13, 3, 3, 1, 1, 1, 0},
+        {40, 24, 9, 30, 1, 7, 1, 1, 3, 0},   {40, 24, 30, 9, 7, 1, 1, 1, 3, 0},
+        {512, 24, 7, 7, 3, 3, 1, 1, 1, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_conv_case(&cases[i]);
+        conv_case padded = cases[i];
+        padded.via_pad = 1;
+        run_conv_case(&padded);
+    }
 }
 
 static void test_conv2d_packed_validate(void **state) {
@@ -314,6 +396,75 @@ static void test_conv2d_packed_validate(void **state) {
     assert_int_equal(kann_conv2d_packed_validate(&bad, &bd, &err), KANN_E_CORRUPT);
     bad.scratch.space = KANN_SPACE_NONE;
     assert_int_equal(kann_conv2d_packed_validate(&bad, &bd, &err), KANN_OK);
+    /* the wide path: the same conv on its input padded to 10x10, read in place */
+    kann_conv2d_packed_args wide = a;
+    wide.pad_top = wide.pad_left = 0;
+    wide.h_in = wide.w_in = 10;
+    wide.x = alloc_ref(4 * 100, 1);
+    assert_true(kann_conv2d_packed_wide(&wide));
+    wide.scratch.space = KANN_SPACE_NONE; /* no gather, no scratch */
+    assert_int_equal(kann_conv2d_packed_validate(&wide, &bd, &err), KANN_OK);
+    bad = wide; /* a scratch some older file names is checked, then unused */
+    bad.scratch = a.scratch;
+    assert_int_equal(kann_conv2d_packed_validate(&bad, &bd, &err), KANN_OK);
+    bad.scratch.offset = bd.arena_size - 36 * 63 * 4;
+    assert_int_equal(kann_conv2d_packed_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = wide;
+    bad.x.offset = bd.arena_size - 4 * 99 * 4; /* the last window reads one float past it */
+    assert_int_equal(kann_conv2d_packed_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = wide;
+    bad.h_in = 9; /* windows leave x: the gather path, which needs its scratch */
+    assert_false(kann_conv2d_packed_wide(&bad));
+    assert_int_equal(kann_conv2d_packed_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+}
+
+static void test_pad2d_validate(void **state) {
+    (void)state;
+    arena_reset(1 << 12);
+    kann_pad2d_args a = {0};
+    a.c = 3;
+    a.h_in = 4;
+    a.w_in = 5;
+    a.h_out = 6;
+    a.w_out = 7;
+    a.pad_top = a.pad_left = 1;
+    a.x = alloc_ref(3 * 4 * 5, 1);
+    a.y = alloc_ref(3 * 6 * 7, 0);
+    a.tile = (kann_tile){0, 0, 18, 0};
+    kann_bounds bd = bounds_all();
+    kann_error err;
+    assert_int_equal(kann_pad2d_validate(&a, &bd, &err), KANN_OK);
+    kann_pad2d_args bad = a;
+    bad.tile.end = 19; /* past the c * h_out rows */
+    assert_int_equal(kann_pad2d_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.reserved = 1;
+    assert_int_equal(kann_pad2d_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.y.offset = bd.arena_size - 3 * 6 * 7 * 4 + 4; /* one float short */
+    assert_int_equal(kann_pad2d_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.y = bad.x; /* rows are copied with memcpy */
+    assert_int_equal(kann_pad2d_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.y.space = KANN_SPACE_CONST;
+    assert_int_equal(kann_pad2d_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.c = 0x10000;
+    bad.h_out = 0x10000; /* rows overflow 32 bits */
+    assert_int_equal(kann_pad2d_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    /* cropping: an output smaller than the input keeps the rows and columns it covers */
+    a.h_out = 2;
+    a.w_out = 3;
+    a.pad_top = a.pad_left = 0;
+    a.tile.end = 6;
+    assert_int_equal(kann_pad2d_validate(&a, &bd, &err), KANN_OK);
+    kann_exec ex = exec_ctx();
+    kann_f32_pad2d_ref(&a, &ex);
+    for (size_t c = 0; c < 3; c++)
+        for (size_t i = 0; i < 2; i++)
+            for (size_t j = 0; j < 3; j++)
+                assert_true(at(a.y)[(c * 2 + i) * 3 + j] == at(a.x)[(c * 4 + i) * 5 + j]);
 }
 
 /* ---- dwconv2d ------------------------------------------------------------------------------ */
@@ -377,6 +528,74 @@ static void test_dwconv2d_random(void **state) {
         kann_dwconv2d_args bad = a;
         bad.group = 1;
         if (c > 1) assert_int_equal(kann_dwconv2d_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    }
+}
+
+/* ---- pool2d --------------------------------------------------------------------------------- */
+
+/* Max and average pooling, strides 1-3, dilation, padding wider than the window (windows that
+ * cover nothing give 0), ragged rows, NaN inputs (skipped by max), complementary plane tiles. */
+static void test_pool2d_random(void **state) {
+    (void)state;
+    rng_state = 77;
+    for (int i = 0; i < 200; i++) {
+        kann_pool2d_args a = {0};
+        a.kind = rng_range(0, 3) == 0 ? KANN_POOL_AVG : KANN_POOL_MAX;
+        a.count_include_pad = rng_range(0, 1);
+        a.planes = rng_range(1, 6);
+        a.k_h = rng_range(1, 4);
+        a.k_w = rng_range(1, 4);
+        a.stride_h = rng_range(1, 3);
+        a.stride_w = rng_range(1, 3);
+        a.dil_h = rng_range(1, 4) == 1 ? 2 : 1;
+        a.dil_w = rng_range(1, 4) == 1 ? 2 : 1;
+        a.pad_top = rng_range(0, 3);
+        a.pad_left = rng_range(0, 3);
+        a.pad_bottom = rng_range(0, 3);
+        a.pad_right = rng_range(0, 3);
+        a.h_in = rng_range(1, 12);
+        a.w_in = rng_range(1, 50);
+        int64_t span_h = (int64_t)a.h_in + a.pad_top + a.pad_bottom - a.dil_h * (a.k_h - 1);
+        int64_t span_w = (int64_t)a.w_in + a.pad_left + a.pad_right - a.dil_w * (a.k_w - 1);
+        if (span_h < 1 || span_w < 1) continue;
+        a.h_out = (uint32_t)((span_h - 1) / a.stride_h + 1);
+        a.w_out = (uint32_t)((span_w - 1) / a.stride_w + 1);
+        a.act = random_act();
+        size_t in = (size_t)a.planes * a.h_in * a.w_in, out = (size_t)a.planes * a.h_out * a.w_out;
+        arena_reset(in + 3 * out + 256);
+        a.x = alloc_ref(in, 1);
+        if (i % 5 == 0) at(a.x)[rng_range(0, (uint32_t)in - 1)] = NAN;
+        kann_ref want = alloc_ref(out, 0);
+        a.y = want;
+        a.tile = (kann_tile){0, 0, a.planes, 0};
+        kann_exec ex = exec_ctx();
+        kann_bounds bd = bounds_all();
+        kann_error err;
+        assert_int_equal(kann_pool2d_validate(&a, &bd, &err), KANN_OK);
+        kann_f32_pool2d_ref(&a, &ex);
+        a.y = alloc_ref(out, 0);
+        variant vs[4];
+        int nv = variants_of(KANN_KERNEL_F32_POOL2D, vs);
+        for (int v = 0; v < nv; v++) {
+            for (size_t j = 0; j < out; j++)
+                at(a.y)[j] = -1.0f;
+            uint32_t cut = rng_range(0, a.planes);
+            kann_pool2d_args t0 = a, t1 = a;
+            t0.tile = (kann_tile){0, 0, cut, 0};
+            t1.tile = (kann_tile){0, cut, a.planes, 0};
+            vs[v].fn(&t0, &ex);
+            vs[v].fn(&t1, &ex);
+            char what[160];
+            snprintf(what, sizeof what, "pool %s %ux%u k %ux%u s %ux%u d %ux%u p %u %u %u %u",
+                     a.kind == KANN_POOL_MAX ? "max" : "avg", a.h_in, a.w_in, a.k_h, a.k_w,
+                     a.stride_h, a.stride_w, a.dil_h, a.dil_w, a.pad_top, a.pad_left, a.pad_bottom,
+                     a.pad_right);
+            const float *w = at(want), *g = at(a.y);
+            for (size_t j = 0; j < out; j++)
+                if (isnan(w[j]) != isnan(g[j]) || (!isnan(w[j]) && fabsf(w[j] - g[j]) > 1e-6f))
+                    fail_msg("%s (%s): element %zu is %g, the reference says %g", what, vs[v].isa,
+                             j, (double)g[j], (double)w[j]);
+        }
     }
 }
 
@@ -469,9 +688,12 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv2d_packed_random),
+        cmocka_unit_test(test_conv2d_packed_wide_random),
         cmocka_unit_test(test_conv2d_packed_model_shapes),
         cmocka_unit_test(test_conv2d_packed_validate),
+        cmocka_unit_test(test_pad2d_validate),
         cmocka_unit_test(test_dwconv2d_random),
+        cmocka_unit_test(test_pool2d_random),
         cmocka_unit_test(test_matmul_random),
         cmocka_unit_test(test_isa_names),
     };

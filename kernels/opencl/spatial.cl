@@ -1,0 +1,192 @@
+/* The spatial kernels over 1 to 3 spatial dims (f32_conv_transpose, f32_conv_nd, f32_pool_nd)
+ * and f32_resize: one work-item per output element, shapes read from the argument struct. */
+
+/* The 3 spatial coordinates of flat position o in a [d0][d1][d2] block. */
+#define SPLIT3(o, d1, d2)                                                                          \
+    { (o) / ((size_t)(d1) * (d2)), (o) / (d2) % (d1), (o) % (d2) }
+
+/* NDRange: (output elements of a plane, output planes n * c_out + m of the tile). The taps of
+ * each spatial dim are visited from the last to the first, so that the input positions they
+ * read come in increasing order: the reference's order of accumulation. */
+kernel void f32_conv_transpose(KANN_KERNEL_ARGS) {
+    const uint o_0 = U(A_conv_transpose_out), o_1 = U(A_conv_transpose_out + 1),
+               o_2 = U(A_conv_transpose_out + 2);
+    const size_t out_sp = (size_t)o_0 * o_1 * o_2;
+    ulong o = get_global_id(0), p = (ulong)TILE_BEGIN + get_global_id(1);
+    if (o >= out_sp || p >= TILE_END) return;
+    uint in[3], k[3], stride[3], dil[3], pad[3];
+    for (int d = 0; d < 3; d++) {
+        in[d] = U(A_conv_transpose_in + d);
+        k[d] = U(A_conv_transpose_k + d);
+        stride[d] = U(A_conv_transpose_stride + d);
+        dil[d] = U(A_conv_transpose_dil + d);
+        pad[d] = U(A_conv_transpose_pad + d);
+    }
+    const size_t c_in = U(A_conv_transpose_c_in), c_out = U(A_conv_transpose_c_out);
+    const size_t cpg = c_in / U(A_conv_transpose_group), mpg = c_out / U(A_conv_transpose_group);
+    size_t n = p / c_out, m = p % c_out, g = m / mpg, mm = m % mpg;
+    size_t in_sp = (size_t)in[0] * in[1] * in[2], k_sp = (size_t)k[0] * k[1] * k[2];
+    long od[3] = SPLIT3(o, o_1, o_2);
+    global const float *x = IN_REF(A_conv_transpose_x), *w = IN_REF(A_conv_transpose_w);
+    float acc = HAS_REF(A_conv_transpose_bias) ? IN_REF(A_conv_transpose_bias)[m] : 0.0f;
+    for (size_t c = 0; c < cpg; c++) {
+        size_t ci = g * cpg + c;
+        global const float *xp = x + (n * c_in + ci) * in_sp, *wp = w + (ci * mpg + mm) * k_sp;
+        for (int k0 = (int)k[0] - 1; k0 >= 0; k0--) {
+            long t0 = od[0] + pad[0] - (long)k0 * dil[0];
+            if (t0 < 0 || t0 % stride[0] != 0 || t0 / stride[0] >= in[0]) continue;
+            size_t i0 = (size_t)(t0 / stride[0]);
+            for (int k1 = (int)k[1] - 1; k1 >= 0; k1--) {
+                long t1 = od[1] + pad[1] - (long)k1 * dil[1];
+                if (t1 < 0 || t1 % stride[1] != 0 || t1 / stride[1] >= in[1]) continue;
+                size_t i1 = (size_t)(t1 / stride[1]);
+                global const float *xr = xp + (i0 * in[1] + i1) * in[2];
+                global const float *wr = wp + ((size_t)k0 * k[1] + (size_t)k1) * k[2];
+                for (int k2 = (int)k[2] - 1; k2 >= 0; k2--) {
+                    long t2 = od[2] + pad[2] - (long)k2 * dil[2];
+                    if (t2 < 0 || t2 % stride[2] != 0 || t2 / stride[2] >= in[2]) continue;
+                    acc += xr[t2 / stride[2]] * wr[k2];
+                }
+            }
+        }
+    }
+    OUT_REF(A_conv_transpose_y)[p * out_sp + o] = kann_act(ACT_ARGS(conv_transpose), acc);
+}
+
+/* NDRange: (output elements of a plane, output planes n * c_out + m of the tile). */
+kernel void f32_conv_nd(KANN_KERNEL_ARGS) {
+    const uint o_0 = U(A_conv_transpose_out), o_1 = U(A_conv_transpose_out + 1),
+               o_2 = U(A_conv_transpose_out + 2);
+    const size_t out_sp = (size_t)o_0 * o_1 * o_2;
+    ulong o = get_global_id(0), p = (ulong)TILE_BEGIN + get_global_id(1);
+    if (o >= out_sp || p >= TILE_END) return;
+    uint in[3], k[3], dil[3];
+    long od[3] = SPLIT3(o, o_1, o_2), first[3];
+    for (int d = 0; d < 3; d++) {
+        in[d] = U(A_conv_transpose_in + d);
+        k[d] = U(A_conv_transpose_k + d);
+        dil[d] = U(A_conv_transpose_dil + d);
+        first[d] = od[d] * U(A_conv_transpose_stride + d) - (long)U(A_conv_transpose_pad + d);
+    }
+    const size_t c_in = U(A_conv_transpose_c_in), c_out = U(A_conv_transpose_c_out);
+    const size_t cpg = c_in / U(A_conv_transpose_group), mpg = c_out / U(A_conv_transpose_group);
+    size_t n = p / c_out, m = p % c_out, g = m / mpg;
+    size_t in_sp = (size_t)in[0] * in[1] * in[2], k_sp = (size_t)k[0] * k[1] * k[2];
+    global const float *x = IN_REF(A_conv_transpose_x);
+    global const float *wm = IN_REF(A_conv_transpose_w) + m * cpg * k_sp;
+    float acc = HAS_REF(A_conv_transpose_bias) ? IN_REF(A_conv_transpose_bias)[m] : 0.0f;
+    for (size_t c = 0; c < cpg; c++) {
+        global const float *xc = x + (n * c_in + g * cpg + c) * in_sp, *wc = wm + c * k_sp;
+        for (uint k0 = 0; k0 < k[0]; k0++) {
+            long i0 = first[0] + (long)k0 * dil[0];
+            if (i0 < 0 || i0 >= in[0]) continue;
+            for (uint k1 = 0; k1 < k[1]; k1++) {
+                long i1 = first[1] + (long)k1 * dil[1];
+                if (i1 < 0 || i1 >= in[1]) continue;
+                global const float *xr = xc + ((size_t)i0 * in[1] + (size_t)i1) * in[2];
+                global const float *wr = wc + ((size_t)k0 * k[1] + k1) * k[2];
+                for (uint k2 = 0; k2 < k[2]; k2++) {
+                    long i2 = first[2] + (long)k2 * dil[2];
+                    if (i2 >= 0 && i2 < in[2]) acc += xr[i2] * wr[k2];
+                }
+            }
+        }
+    }
+    OUT_REF(A_conv_transpose_y)[p * out_sp + o] = kann_act(ACT_ARGS(conv_transpose), acc);
+}
+
+/* Taps t of one axis whose coordinate first + t * dil lies in [lo, hi): [*t0, *t1). */
+inline void kann_tap_range(long first, uint dil, uint k, long lo, long hi, uint *t0, uint *t1) {
+    uint a = 0, b = k;
+    while (a < b && first + (long)a * dil < lo)
+        a++;
+    while (b > a && first + (long)(b - 1) * dil >= hi)
+        b--;
+    *t0 = a;
+    *t1 = b;
+}
+
+/* NDRange: (output elements of a plane, planes of the tile). The average divides by the taps
+ * inside x, or inside the padded extent with count_include_pad; MaxPool's optional int64
+ * indices name the first maximum (row-major, or column-major with storage_order 1). */
+kernel void f32_pool_nd(KANN_KERNEL_ARGS) {
+    const uint o_1 = U(A_pool_nd_out + 1), o_2 = U(A_pool_nd_out + 2);
+    const size_t out_sp = (size_t)U(A_pool_nd_out) * o_1 * o_2;
+    ulong o = get_global_id(0), p = (ulong)TILE_BEGIN + get_global_id(1);
+    if (o >= out_sp || p >= TILE_END) return;
+    uint in[3], dil[3], t0[3], t1[3];
+    long od[3] = SPLIT3(o, o_1, o_2), first[3];
+    ulong counted = 1;
+    const int include_pad = U(A_pool_nd_count_include_pad) != 0;
+    for (int d = 0; d < 3; d++) {
+        in[d] = U(A_pool_nd_in + d);
+        dil[d] = U(A_pool_nd_dil + d);
+        uint k = U(A_pool_nd_k + d), pad_begin = U(A_pool_nd_pad_begin + d), c0, c1;
+        first[d] = od[d] * U(A_pool_nd_stride + d) - (long)pad_begin;
+        kann_tap_range(first[d], dil[d], k, 0, in[d], &t0[d], &t1[d]);
+        c0 = t0[d];
+        c1 = t1[d];
+        if (include_pad)
+            kann_tap_range(first[d], dil[d], k, -(long)pad_begin,
+                           (long)in[d] + U(A_pool_nd_pad_end + d), &c0, &c1);
+        counted *= c1 - c0;
+    }
+    const int is_max = U(A_pool_nd_kind) == 0, row_major = U(A_pool_nd_storage_order) == 0;
+    size_t in_sp = (size_t)in[0] * in[1] * in[2];
+    global const float *xp = IN_REF(A_pool_nd_x) + p * in_sp;
+    float acc = is_max ? -INFINITY : 0.0f;
+    long best = -1;
+    for (uint k0 = t0[0]; k0 < t1[0]; k0++)
+        for (uint k1 = t0[1]; k1 < t1[1]; k1++)
+            for (uint k2 = t0[2]; k2 < t1[2]; k2++) {
+                size_t i0 = (size_t)(first[0] + (long)k0 * dil[0]);
+                size_t i1 = (size_t)(first[1] + (long)k1 * dil[1]);
+                size_t i2 = (size_t)(first[2] + (long)k2 * dil[2]);
+                float v = xp[(i0 * in[1] + i1) * in[2] + i2];
+                if (!is_max) {
+                    acc += v;
+                } else if (v > acc || best < 0) {
+                    acc = v;
+                    best = (long)(row_major ? (i0 * in[1] + i1) * in[2] + i2
+                                            : i0 + in[0] * (i1 + (size_t)in[1] * i2));
+                }
+            }
+    if (!is_max) acc = counted ? acc / (float)counted : NAN;
+    OUT_REF(A_pool_nd_y)[p * out_sp + o] = kann_act(ACT_ARGS(pool_nd), acc);
+    if (HAS_REF(A_pool_nd_indices))
+        ((global long *)OUT_BYTES(A_pool_nd_indices))[p * out_sp + o] =
+            best < 0 ? 0 : (long)(p * in_sp) + best;
+}
+
+/* NDRange: (w_out, h_out, planes of the tile). Taps are (int32 index, float weight) pairs; an
+ * output with a tap outside the input is the extrapolation value. */
+kernel void f32_resize(KANN_KERNEL_ARGS) {
+    const uint h_in = U(A_resize_h_in), w_in = U(A_resize_w_in);
+    const uint h_out = U(A_resize_h_out), w_out = U(A_resize_w_out);
+    const uint taps_h = U(A_resize_taps_h), taps_w = U(A_resize_taps_w);
+    ulong ow = get_global_id(0), oh = get_global_id(1), p = (ulong)TILE_BEGIN + get_global_id(2);
+    if (ow >= w_out || oh >= h_out || p >= TILE_END) return;
+    global const float *xp = IN_REF(A_resize_x) + p * h_in * (size_t)w_in;
+    global const float *th = IN_REF(A_resize_table_h) + oh * taps_h * 2;
+    global const float *tw = IN_REF(A_resize_table_w) + ow * taps_w * 2;
+    float acc = 0.0f;
+    int outside = 0;
+    for (uint i = 0; i < taps_h && !outside; i++) {
+        int ih = as_int(th[2 * i]);
+        if (ih < 0 || (uint)ih >= h_in) {
+            outside = 1;
+            break;
+        }
+        float row = 0.0f;
+        for (uint j = 0; j < taps_w; j++) {
+            int iw = as_int(tw[2 * j]);
+            if (iw < 0 || (uint)iw >= w_in) {
+                outside = 1;
+                break;
+            }
+            row += tw[2 * j + 1] * xp[(size_t)ih * w_in + (size_t)iw];
+        }
+        acc += th[2 * i + 1] * row;
+    }
+    OUT_REF(A_resize_y)[(p * h_out + oh) * w_out + ow] = outside ? F(A_resize_extrapolation) : acc;
+}

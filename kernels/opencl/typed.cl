@@ -1,0 +1,270 @@
+/* The elementwise kernels over several dtypes (float32, uint8, int8, int32, int64, bool): unary,
+ * binary_typed, ternary and cast, one work-item per output element. Integers compute in long
+ * and wrap around at the store, as the reference kernels do. */
+
+/* Round half to even without depending on the rounding mode (-0.4 rounds to -0). */
+inline float kann_round_half_even(float x) {
+    float r = floor(x), diff = x - r;
+    if (diff > 0.5f || (diff == 0.5f && fmod(r, 2.0f) != 0.0f)) r += 1.0f;
+    return copysign(r, x);
+}
+
+inline float kann_unary_f32(uint op, float v) {
+    switch (op) {
+    case 0:
+        return fabs(v);
+    case 1:
+        return -v;
+    case 2: /* 0, -0 and NaN stay */
+        return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v;
+    case 3:
+        return exp(v);
+    case 4:
+        return log(v);
+    case 5:
+        return sqrt(v);
+    case 6:
+        return 1.0f / v;
+    case 7:
+        return floor(v);
+    case 8:
+        return ceil(v);
+    case 9:
+        return kann_round_half_even(v);
+    case 10:
+        return sin(v);
+    case 11:
+        return cos(v);
+    case 12:
+        return tan(v);
+    case 13:
+        return asin(v);
+    case 14:
+        return acos(v);
+    case 15:
+        return atan(v);
+    case 16:
+        return sinh(v);
+    case 17:
+        return cosh(v);
+    case 18:
+        return asinh(v);
+    case 19:
+        return acosh(v);
+    case 20:
+        return atanh(v);
+    default: /* 21 */
+        return erf(v);
+    }
+}
+
+/* ABS, NEG, SIGN on integers (wrapping: the most negative value is its own absolute value),
+ * NOT on bool. */
+inline long kann_unary_int(uint op, long v) {
+    switch (op) {
+    case 0:
+        return v < 0 ? (long)(0 - (ulong)v) : v;
+    case 1:
+        return (long)(0 - (ulong)v);
+    case 2:
+        return (v > 0) - (v < 0);
+    default: /* 24: NOT */
+        return v == 0;
+    }
+}
+
+/* NDRange: (tile elements). */
+kernel void unary(KANN_KERNEL_ARGS) {
+    ulong i = (ulong)TILE_BEGIN + get_global_id(0);
+    if (i >= TILE_END) return;
+    const uint op = U(A_unary_op), dtype = U(A_unary_dtype);
+    global const uchar *x = IN_BYTES(A_unary_x);
+    global uchar *y = OUT_BYTES(A_unary_y);
+    if (dtype != DT_F32) {
+        kann_store_int(y, dtype, i, kann_unary_int(op, kann_load_int(x, dtype, i)));
+        return;
+    }
+    float v = ((global const float *)x)[i];
+    if (op == 22) { /* IS_NAN */
+        y[i] = v != v;
+    } else if (op == 23) { /* IS_INF: +inf with flags bit 0, -inf with bit 1 */
+        uint flags = U(A_unary_flags);
+        y[i] = ((flags & 1u) && v == INFINITY) || ((flags & 2u) && v == -INFINITY);
+    } else {
+        ((global float *)y)[i] = kann_unary_f32(op, v);
+    }
+}
+
+/* a^b with wrap-around; a negative b gives the truncated 1 / a^-b. */
+inline long kann_int_pow(long a, long b) {
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    ulong base = (ulong)a, r = 1;
+    for (ulong e = (ulong)b; e; e >>= 1) {
+        if (e & 1) r *= base;
+        base *= base;
+    }
+    return (long)r;
+}
+
+/* Integer arithmetic with wrap-around. A zero divisor gives 0, LONG_MIN / -1 wraps. */
+inline long kann_int_arith(uint op, long x, long z) {
+    ulong ux = (ulong)x, uz = (ulong)z;
+    switch (op) {
+    case 0:
+        return (long)(ux + uz);
+    case 1:
+        return (long)(ux - uz);
+    case 2:
+        return (long)(ux * uz);
+    case 3:
+        return z == 0 ? 0 : z == -1 ? (long)(0 - ux) : x / z;
+    case 4:
+        return kann_int_pow(x, z);
+    case 5:
+        return x > z ? x : z;
+    case 6:
+        return x < z ? x : z;
+    case 7: /* FMOD: the sign of x */
+        return z == 0 || z == -1 ? 0 : x % z;
+    case 8: { /* MOD: the sign of z */
+        if (z == 0 || z == -1) return 0;
+        long r = x % z;
+        return r != 0 && ((r < 0) != (z < 0)) ? r + z : r;
+    }
+    case 18: /* SHIFT_LEFT, uint8 only */
+        return z >= 8 ? 0 : (long)((ux << z) & 0xffu);
+    case 19:
+        return z >= 8 ? 0 : (long)(ux >> z);
+    default:
+        return 0;
+    }
+}
+
+/* EQUAL .. GREATER_OR_EQUAL from the three outcomes (all false for a NaN operand). */
+inline uchar kann_compare(uint op, int less, int equal, int greater) {
+    switch (op) {
+    case 10:
+        return equal;
+    case 11:
+        return less;
+    case 12:
+        return less || equal;
+    case 13:
+        return greater;
+    default: /* 14 */
+        return greater || equal;
+    }
+}
+
+/* NDRange: (tile elements). y is of dtype, or bool for the comparisons and the bool ops. */
+kernel void binary_typed(KANN_KERNEL_ARGS) {
+    ulong pos = (ulong)TILE_BEGIN + get_global_id(0);
+    if (pos >= TILE_END) return;
+    const uint op = U(A_binary_typed_op), dtype = U(A_binary_typed_dtype);
+    size_t a_off = 0, b_off = 0;
+    ulong rest = pos;
+    for (int d = (int)U(A_binary_typed_rank) - 1; d >= 0; d--) {
+        uint dim = U(A_binary_typed_dims + d);
+        size_t idx = rest % dim;
+        rest /= dim;
+        a_off += idx * U(A_binary_typed_a_strides + d);
+        b_off += idx * U(A_binary_typed_b_strides + d);
+    }
+    global const uchar *a = IN_BYTES(A_binary_typed_a), *b = IN_BYTES(A_binary_typed_b);
+    global uchar *y = OUT_BYTES(A_binary_typed_y);
+    const int comparison = op >= 10 && op <= 14;
+    if (dtype == DT_F32) { /* comparisons only */
+        float x = ((global const float *)a)[a_off], z = ((global const float *)b)[b_off];
+        y[pos] = kann_compare(op, x<z, x == z, x> z);
+    } else if (dtype == DT_BOOL) {
+        int x = a[a_off] != 0, z = b[b_off] != 0;
+        int v = op == 15 ? x && z : op == 16 ? x || z : x != z;
+        y[pos] = (uchar)(v ^ (op == 10)); /* EQUAL is the negated XOR */
+    } else {
+        long x = kann_load_int(a, dtype, a_off), z = kann_load_int(b, dtype, b_off);
+        if (comparison)
+            y[pos] = kann_compare(op, x<z, x == z, x> z);
+        else
+            kann_store_int(y, dtype, pos, kann_int_arith(op, x, z));
+    }
+}
+
+/* NDRange: (tile elements). WHERE: y = a ? b : c (a bool, any element size); CLIP: y =
+ * min(max(a, b), c), a NaN a staying NaN. */
+kernel void ternary(KANN_KERNEL_ARGS) {
+    ulong pos = (ulong)TILE_BEGIN + get_global_id(0);
+    if (pos >= TILE_END) return;
+    const uint dtype = U(A_ternary_dtype);
+    size_t a_off = 0, b_off = 0, c_off = 0;
+    ulong rest = pos;
+    for (int d = (int)U(A_ternary_rank) - 1; d >= 0; d--) {
+        uint dim = U(A_ternary_dims + d);
+        size_t idx = rest % dim;
+        rest /= dim;
+        a_off += idx * U(A_ternary_a_strides + d);
+        b_off += idx * U(A_ternary_b_strides + d);
+        c_off += idx * U(A_ternary_c_strides + d);
+    }
+    global const uchar *a = IN_BYTES(A_ternary_a), *b = IN_BYTES(A_ternary_b),
+                       *c = IN_BYTES(A_ternary_c);
+    global uchar *y = OUT_BYTES(A_ternary_y);
+    if (U(A_ternary_op) == 0) {
+        if (a[a_off])
+            kann_copy_elem(y, pos, b, b_off, kann_dtype_size(dtype));
+        else
+            kann_copy_elem(y, pos, c, c_off, kann_dtype_size(dtype));
+    } else if (dtype == DT_F32) {
+        ((global float *)y)[pos] =
+            kann_clip(((global const float *)a)[a_off], ((global const float *)b)[b_off],
+                      ((global const float *)c)[c_off]);
+    } else {
+        long v = kann_load_int(a, dtype, a_off), lo = kann_load_int(b, dtype, b_off),
+             hi = kann_load_int(c, dtype, c_off);
+        v = v < lo ? lo : v;
+        kann_store_int(y, dtype, pos, v > hi ? hi : v);
+    }
+}
+
+/* Float to integer: truncation toward zero, saturation at the type's range, NaN to 0. Every
+ * bound below is exact in float, and clamping before truncating gives what the reference's
+ * clamp in double gives. */
+inline long kann_float_to_int(float v, uint to) {
+    if (v != v) return 0;
+    switch (to) {
+    case DT_U8:
+        return (long)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+    case DT_I8:
+        return (long)(v < -128.0f ? -128.0f : v > 127.0f ? 127.0f : v);
+    case DT_I32:
+        return v >= 2147483648.0f ? 2147483647L : v <= -2147483648.0f ? -2147483648L : (long)v;
+    default: /* I64: the largest float below 2^63 converts exactly */
+        return v >= 9223372036854775808.0f    ? LONG_MAX
+               : v <= -9223372036854775808.0f ? LONG_MIN
+                                              : (long)v;
+    }
+}
+
+/* NDRange: (tile elements). Anything to bool is x != 0 (NaN is true). */
+kernel void cast(KANN_KERNEL_ARGS) {
+    ulong i = (ulong)TILE_BEGIN + get_global_id(0);
+    if (i >= TILE_END) return;
+    const uint from = U(A_cast_from), to = U(A_cast_to);
+    global const uchar *x = IN_BYTES(A_cast_x);
+    global uchar *y = OUT_BYTES(A_cast_y);
+    if (from == DT_F32) {
+        float v = ((global const float *)x)[i];
+        if (to == DT_F32)
+            ((global float *)y)[i] = v;
+        else if (to == DT_BOOL)
+            y[i] = v != 0.0f;
+        else
+            kann_store_int(y, to, i, kann_float_to_int(v, to));
+        return;
+    }
+    long v = kann_load_int(x, from, i);
+    if (from == DT_BOOL) v = v != 0;
+    if (to == DT_F32)
+        ((global float *)y)[i] = (float)v;
+    else
+        kann_store_int(y, to, i, v);
+}

@@ -1,0 +1,53 @@
+/* pad2d reference kernel (zero borders around every plane, row copies at memcpy speed) and its
+ * validator. */
+#include <string.h>
+
+#include "kann_kernels.h"
+#include "kann_msg.h"
+#include "ref/checked.h"
+
+void kann_f32_pad2d_ref(const void *args, const kann_exec *ex) {
+    const kann_pad2d_args *a = args;
+    if (a->tile.begin >= a->tile.end) return;
+    const float *x = kann_cref(ex, a->x);
+    float *y = kann_mref(ex, a->y);
+    size_t w_out = a->w_out, w_in = a->w_in, pad_left = a->pad_left;
+    /* columns [lo, hi) of every row inside x come from x, the others are zero */
+    size_t lo = pad_left < w_out ? pad_left : w_out;
+    size_t hi = pad_left + w_in < w_out ? pad_left + w_in : w_out;
+    for (size_t r = a->tile.begin; r < a->tile.end; r++) {
+        size_t c = r / a->h_out;
+        int64_t i = (int64_t)(r - c * a->h_out) - a->pad_top;
+        float *yr = y + r * w_out;
+        if (i < 0 || i >= (int64_t)a->h_in || hi == lo) {
+            memset(yr, 0, w_out * sizeof(float));
+            continue;
+        }
+        const float *xr = x + (c * a->h_in + (size_t)i) * w_in;
+        memset(yr, 0, lo * sizeof(float));
+        memcpy(yr + lo, xr, (hi - lo) * sizeof(float));
+        memset(yr + hi, 0, (w_out - hi) * sizeof(float));
+    }
+}
+
+kann_status kann_pad2d_validate(const void *args, const kann_bounds *b, kann_error *err) {
+    const kann_pad2d_args *a = args;
+    kann_status s;
+    if (a->reserved != 0)
+        return kann_msg_set(err, KANN_E_CORRUPT, "pad2d: reserved field is not zero");
+    uint32_t x_dims[3] = {a->c, a->h_in, a->w_in}, y_dims[3] = {a->c, a->h_out, a->w_out};
+    uint32_t rows, x_count, y_count;
+    if (!kann_count_fits_u32(y_dims, 2, &rows) || !kann_count_fits_u32(x_dims, 3, &x_count) ||
+        !kann_count_fits_u32(y_dims, 3, &y_count))
+        return kann_msg_set(err, KANN_E_CORRUPT, "pad2d: more than 2^32-1 elements");
+    if ((s = kann_check_tile(&a->tile, 1, &rows, err)) != KANN_OK ||
+        (s = kann_check_dense(b, a->x, x_dims, 3, 0, 0, "pad2d x", err)) != KANN_OK ||
+        (s = kann_check_dense(b, a->y, y_dims, 3, 1, 0, "pad2d y", err)) != KANN_OK)
+        return s;
+    /* Rows are copied with memcpy: x and y must not overlap. */
+    if (a->x.space == KANN_SPACE_ARENA && x_count && y_count &&
+        a->x.offset < a->y.offset + (uint64_t)y_count * sizeof(float) &&
+        a->y.offset < a->x.offset + (uint64_t)x_count * sizeof(float))
+        return kann_msg_set(err, KANN_E_CORRUPT, "pad2d: x and y overlap");
+    return KANN_OK;
+}

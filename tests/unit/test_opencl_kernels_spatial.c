@@ -1,0 +1,176 @@
+/* The OpenCL f32_conv_transpose, f32_conv_nd, f32_pool_nd and f32_resize kernels against the
+ * reference kernels on random 1-3 D shapes, groups, strides, dilations, paddings, tiles and
+ * activations (PoCL in CI). Skipped without an OpenCL device. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#ifdef KANN_WITH_OPENCL
+#include "test_opencl_kernels_harness.h"
+
+#define CASES 24
+
+static kann_act random_act(kt *k) {
+    kann_act a = {kt_range(k, 0, KANN_ACT_COUNT - 1), kt_float(k, 0.2f, 1.2f), 0.0f, 0};
+    a.beta = a.alpha + kt_float(k, 0.5f, 2.0f);
+    return a;
+}
+
+/* A conv_transpose / conv_nd problem over 1 to 3 spatial dims (the others of size 1). */
+static void conv_shape(kt *k, kann_conv_transpose_args *a) {
+    memset(a, 0, sizeof *a);
+    a->n = kt_range(k, 1, 2);
+    a->group = kt_range(k, 1, 2);
+    a->c_in = a->group * kt_range(k, 1, 3);
+    a->c_out = a->group * kt_range(k, 1, 3);
+    uint32_t spatial = kt_range(k, 1, 3);
+    for (uint32_t d = 0; d < 3; d++) {
+        int used = d >= 3 - spatial;
+        a->in[d] = used ? kt_range(k, 1, 5) : 1;
+        a->out[d] = used ? kt_range(k, 1, 7) : 1;
+        a->k[d] = used ? kt_range(k, 1, 3) : 1;
+        a->stride[d] = used ? kt_range(k, 1, 3) : 1;
+        a->dil[d] = used ? kt_range(k, 1, 2) : 1;
+        a->pad[d] = used ? kt_range(k, 0, 2) : 0;
+    }
+    a->act = random_act(k);
+}
+
+static size_t volume(const uint32_t *d) {
+    return (size_t)d[0] * d[1] * d[2];
+}
+
+static void test_conv_transpose(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    for (uint64_t seed = 0; seed < CASES; seed++) {
+        kt k;
+        kt_init(&k, 2000 + seed);
+        kann_conv_transpose_args a;
+        conv_shape(&k, &a);
+        a.x = kt_input_f32(&k, (size_t)a.n * a.c_in * volume(a.in), -1.0f, 1.0f);
+        a.w = kt_input_f32(&k, (size_t)a.c_in * (a.c_out / a.group) * volume(a.k), -1.0f, 1.0f);
+        if (kt_range(&k, 0, 1)) a.bias = kt_input_f32(&k, a.c_out, -1.0f, 1.0f);
+        a.y = kt_output(&k, (size_t)a.n * a.c_out * volume(a.out) * 4, 4);
+        a.tile = kt_tile(&k, a.n * a.c_out);
+        kt_run(&k, KANN_KERNEL_F32_CONV_TRANSPOSE, &a, sizeof a, 0);
+        kt_free(&k);
+    }
+}
+
+static void test_conv_nd(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    for (uint64_t seed = 0; seed < CASES; seed++) {
+        kt k;
+        kt_init(&k, 2100 + seed);
+        kann_conv_nd_args a;
+        conv_shape(&k, &a);
+        a.x = kt_input_f32(&k, (size_t)a.n * a.c_in * volume(a.in), -1.0f, 1.0f);
+        a.w = kt_input_f32(&k, (size_t)a.c_out * (a.c_in / a.group) * volume(a.k), -1.0f, 1.0f);
+        if (kt_range(&k, 0, 1)) a.bias = kt_input_f32(&k, a.c_out, -1.0f, 1.0f);
+        a.y = kt_output(&k, (size_t)a.n * a.c_out * volume(a.out) * 4, 4);
+        a.tile = kt_tile(&k, a.n * a.c_out);
+        kt_run(&k, KANN_KERNEL_F32_CONV_ND, &a, sizeof a, 0);
+        kt_free(&k);
+    }
+}
+
+static void test_pool_nd(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    for (uint64_t seed = 0; seed < 2 * CASES; seed++) {
+        kt k;
+        kt_init(&k, 2200 + seed);
+        kann_pool_nd_args a;
+        memset(&a, 0, sizeof a);
+        a.kind = (uint32_t)(seed % 2);
+        a.count_include_pad = kt_range(&k, 0, 1);
+        a.planes = kt_range(&k, 1, 4);
+        uint32_t spatial = kt_range(&k, 1, 3);
+        for (uint32_t d = 0; d < 3; d++) {
+            int used = d >= 3 - spatial;
+            a.in[d] = used ? kt_range(&k, 1, 6) : 1;
+            a.out[d] = used ? kt_range(&k, 1, 4) : 1;
+            a.k[d] = used ? kt_range(&k, 1, 3) : 1;
+            a.stride[d] = used ? kt_range(&k, 1, 2) : 1;
+            a.dil[d] = used ? kt_range(&k, 1, 2) : 1;
+            a.pad_begin[d] = used ? kt_range(&k, 0, 2) : 0;
+            a.pad_end[d] = used ? kt_range(&k, 0, 2) : 0;
+        }
+        a.act = random_act(&k);
+        size_t out = (size_t)a.planes * volume(a.out);
+        a.x = kt_input_f32(&k, (size_t)a.planes * volume(a.in), -2.0f, 2.0f);
+        a.y = kt_output(&k, out * 4, 4);
+        if (a.kind == KANN_POOL_MAX && kt_range(&k, 0, 1)) {
+            a.indices = kt_output(&k, out * 8, 8);
+            a.storage_order = kt_range(&k, 0, 1);
+        }
+        a.tile = kt_tile(&k, a.planes);
+        kt_run(&k, KANN_KERNEL_F32_POOL_ND, &a, sizeof a, 0);
+        kt_free(&k);
+    }
+}
+
+/* A tap table of rows x taps (index, weight) pairs; indices outside [0, n) now and then. */
+static kann_ref tap_table(kt *k, uint32_t rows, uint32_t taps, uint32_t n, int outside) {
+    kann_ref r = kt_alloc(k, (int)kt_range(k, 0, 1), (size_t)rows * taps * 8, 4);
+    kann_resize_tap *t = (kann_resize_tap *)(void *)kt_ptr(k, r);
+    for (size_t i = 0; i < (size_t)rows * taps; i++) {
+        t[i].index = outside && kt_range(k, 0, 9) == 0
+                         ? (int32_t)kt_range(k, 0, 1) * (int32_t)(n + 1) - 1
+                         : (int32_t)kt_range(k, 0, n - 1);
+        t[i].weight = kt_float(k, -0.5f, 1.0f);
+    }
+    return r;
+}
+
+static void test_resize(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    for (uint64_t seed = 0; seed < CASES; seed++) {
+        kt k;
+        kt_init(&k, 2300 + seed);
+        kann_resize_args a;
+        memset(&a, 0, sizeof a);
+        a.planes = kt_range(&k, 1, 3);
+        a.h_in = kt_range(&k, 1, 5);
+        a.w_in = kt_range(&k, 1, 5);
+        a.h_out = kt_range(&k, 1, 7);
+        a.w_out = kt_range(&k, 1, 7);
+        a.taps_h = kt_range(&k, 1, 4);
+        a.taps_w = kt_range(&k, 1, 4);
+        a.extrapolation = kt_float(&k, -1.0f, 1.0f);
+        int outside = seed % 3 == 0;
+        a.table_h = tap_table(&k, a.h_out, a.taps_h, a.h_in, outside);
+        a.table_w = tap_table(&k, a.w_out, a.taps_w, a.w_in, outside);
+        a.x = kt_input_f32(&k, (size_t)a.planes * a.h_in * a.w_in, -2.0f, 2.0f);
+        a.y = kt_output(&k, (size_t)a.planes * a.h_out * a.w_out * 4, 4);
+        a.tile = kt_tile(&k, a.planes);
+        kt_run(&k, KANN_KERNEL_F32_RESIZE, &a, sizeof a, 0);
+        kt_free(&k);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_transpose),
+        cmocka_unit_test(test_conv_nd),
+        cmocka_unit_test(test_pool_nd),
+        cmocka_unit_test(test_resize),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+static void test_built_without_opencl(void **state) {
+    (void)state;
+    skip();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_built_without_opencl)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif
