@@ -18,10 +18,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Models whose kernels would do more inner-loop steps than this are validated but not run.
- * The loader bounds every access, not the time a run takes: a valid record may ask for 2^32
- * multiply-adds over one broadcast element (schemas/safety.md, "What the loader does not
- * bound"). */
+/* Models whose kernels would do more loop steps than this are validated but not run. The
+ * time a run takes is bounded only by the model's sizes (schemas/safety.md, "What the loader
+ * does not bound"), which allow far more work than one fuzzing iteration should spend. */
 #define FUZZ_MAX_WORK 1e8
 
 static double min_d(double a, double b) {
