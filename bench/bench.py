@@ -75,6 +75,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--no-generated", action="store_true",
+                    help="only the shared models, not the sample CNN and the BERT encoder")
     args = ap.parse_args()
     kann_c, kann_run = tool("kann-c", args.build), tool("kann-run", args.build)
     threads = [int(t) for t in args.threads.split(",")]
@@ -85,8 +87,9 @@ def main():
         sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
         import sample_cnn
         import cases_transformer
-        for name, (m, feeds) in [("sample_cnn", sample_cnn.build(224)),
-                                 ("bert_encoder", cases_transformer.build())]:
+        generated = [] if args.no_generated else [("sample_cnn", sample_cnn.build(224)),
+                                                  ("bert_encoder", cases_transformer.build())]
+        for name, (m, feeds) in generated:
             path = os.path.join(work, name + ".onnx")
             onnx.save(m, path)
             paths = {}

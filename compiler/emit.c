@@ -156,7 +156,7 @@ int kc_emit_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
         char msg[512];
         if (kbin_write_file_atomic(out_path, bin, n, msg, sizeof msg)) {
             kc_error(d, "%s", msg);
-            errors++;
+            errors = -1;
         }
     }
     free(bin);

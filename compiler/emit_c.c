@@ -503,6 +503,7 @@ int kc_emit_c(const kc_graph *g, const kc_program *p, const kc_schedule *s, cons
 
     text src = {0}, hdr = {0};
     char msg[512];
+    int write_failed = 0;
     if (!errors) {
         emit_header(&hdr, &c, base_name(hpath));
         emit_source(&src, &c, base_name(out_path), base_name(hpath));
@@ -511,14 +512,17 @@ int kc_emit_c(const kc_graph *g, const kc_program *p, const kc_schedule *s, cons
         kbin_write_file_atomic(c.blob, m.consts, (size_t)m.consts_size, msg, sizeof msg)) {
         kc_error(d, "%s", msg);
         errors++;
+        write_failed = 1;
     }
     if (!errors && kbin_write_file_atomic(hpath, hdr.data, hdr.len, msg, sizeof msg)) {
         kc_error(d, "%s", msg);
         errors++;
+        write_failed = 1;
     }
     if (!errors && kbin_write_file_atomic(out_path, src.data, src.len, msg, sizeof msg)) {
         kc_error(d, "%s", msg);
         errors++;
+        write_failed = 1;
     }
     free(src.data);
     free(hdr.data);
@@ -526,5 +530,5 @@ int kc_emit_c(const kc_graph *g, const kc_program *p, const kc_schedule *s, cons
     free(hpath);
     free(prefix);
     free(bin);
-    return errors;
+    return write_failed ? -1 : errors;
 }

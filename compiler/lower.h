@@ -73,7 +73,9 @@ int kc_plan_memory(kc_graph *g, const kc_program *p, kc_plan *plan, kc_diag *d);
 /* Where value v's bytes are: its root (following views) and the byte offset inside it. */
 int kc_value_root(const kc_graph *g, int v, int64_t *offset);
 
-/* 9. emit (emit.c): model.bin, written atomically (temp file + rename). */
+/* 9. emit (emit.c): model.bin, written atomically (temp file + rename). Returns 0, the number
+ * of errors when the model cannot be emitted (refused), or -1 when the file cannot be written.
+ * kc_emit_c returns the same way. */
 typedef struct kc_emit_options {
     const char *source_path;
     const char *source_hash; /* FNV-1a 64 of the source file, hex */

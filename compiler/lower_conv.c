@@ -67,6 +67,81 @@ static int pad_input(kc_graph *g, kc_program *p, int id, int x, const kann_conv2
     return v;
 }
 
+/* Winograd F(2x2, 3x3) pays where the GEMMs over channels are long enough and fill at least
+ * one block of 32 tiles (a 7x7 map has 16: half of every GEMM wasted, and its transformed
+ * weights, 16/9 of the packed ones, read for few pixels); measured in docs/performance.md. */
+static int winograd_pays(const kann_conv2d_args *c2) {
+    uint64_t tiles = (uint64_t)(c2->h_out / 2 + c2->h_out % 2) * (c2->w_out / 2 + c2->w_out % 2);
+    return c2->k_h == 3 && c2->k_w == 3 && c2->stride_h == 1 && c2->stride_w == 1 &&
+           c2->dil_h == 1 && c2->dil_w == 1 && c2->c_in >= 16 && c2->c_out >= 16 &&
+           tiles >= KANN_CONV_PIXEL_GRANULE;
+}
+
+/* U = G g G^T of every 3x3 kernel of W [c_out][c_in][3][3], in the layout of
+ * kann_conv2d_winograd_args: 16 positions of [c_out / 12][c_in][12] panels, channels past
+ * c_out zero. Accumulated in double so that U is the exact transform rounded once. */
+static int pack_winograd_weights(kc_graph *g, int w, uint32_t c_out, uint32_t c_in) {
+    static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    const kc_value *wv = kc_val(g, w);
+    size_t panels = (c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    float *u = calloc(16 * panels * c_in * KANN_CONV_PANEL, sizeof(float));
+    if (!u) abort();
+    const float *src = wv->data;
+    for (size_t m = 0; m < c_out; m++)
+        for (size_t c = 0; c < c_in; c++) {
+            const float *k = src + (m * c_in + c) * 9;
+            for (size_t i = 0; i < 4; i++)
+                for (size_t j = 0; j < 4; j++) {
+                    double sum = 0.0;
+                    for (size_t a = 0; a < 3; a++)
+                        for (size_t b = 0; b < 3; b++)
+                            sum += G[i][a] * k[a * 3 + b] * G[j][b];
+                    u[(((i * 4 + j) * panels + m / KANN_CONV_PANEL) * c_in + c) * KANN_CONV_PANEL +
+                      m % KANN_CONV_PANEL] = (float)sum;
+                }
+        }
+    int64_t dims[4] = {16, (int64_t)panels, (int64_t)c_in, KANN_CONV_PANEL};
+    int v = kc_new_const_f32(g, kc_sprintf(g, "%s.winograd", wv->name), 4, dims, u);
+    free(u);
+    return v;
+}
+
+/* A 3x3 stride-1 conv through conv2d_winograd: its input padded once (pad2d) unless the windows
+ * already lie inside it, the transformed tiles in a scratch value split by tiles. */
+static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
+    int u = pack_winograd_weights(g, w, c2->c_out, c2->c_in);
+    kann_conv2d_winograd_args args = {0}, *a = &args;
+    a->c_in = c2->c_in;
+    a->c_out = c2->c_out;
+    a->h_out = c2->h_out;
+    a->w_out = c2->w_out;
+    a->h_in = c2->h_in;
+    a->w_in = c2->w_in;
+    a->act = c2->act;
+    if (c2->pad_top || c2->pad_left || c2->h_in < c2->h_out + 2 || c2->w_in < c2->w_out + 2) {
+        a->h_in = c2->h_out + 2;
+        a->w_in = c2->w_out + 2;
+        x = pad_input(g, p, id, x, c2, a->h_in, a->w_in);
+    }
+    int64_t gran = KANN_CONV_PIXEL_GRANULE;
+    int64_t tiles = (int64_t)(a->h_out + 1) / 2 * ((a->w_out + 1) / 2);
+    int scratch = new_scratch(g, "winograd_tiles",
+                              16 * (int64_t)a->c_in * ((tiles + gran - 1) / gran * gran));
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_WINOGRAD, id);
+    *(kann_conv2d_winograd_args *)c->args = args;
+    kc_bind(c, offsetof(kann_conv2d_winograd_args, x), x, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_winograd_args, u), u, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_winograd_args, bias), b, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_winograd_args, residual), n->epi.residual, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_winograd_args, y), y, 0, 1);
+    kc_bind(c, offsetof(kann_conv2d_winograd_args, scratch), scratch, 0, 1);
+    /* the transformed tiles of a tile's own output tiles: split along tiles only */
+    kc_set_tile(c, a->c_out, a->c_out, (uint32_t)tiles, KANN_CONV_PIXEL_GRANULE);
+    c->macs = (double)a->c_out * a->h_out * a->w_out * a->c_in * 9;
+}
+
 static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
@@ -162,7 +237,10 @@ int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     a->pad_left = (uint32_t)win.pad_begin[two];
     a->act = kc_node_act(n);
     if (a->n == 1 && a->group == 1 && kc_is_const(g, w)) {
-        lower_packed(g, p, id, a);
+        if (winograd_pays(a))
+            lower_winograd(g, p, id, a);
+        else
+            lower_packed(g, p, id, a);
         return 0;
     }
     int depthwise = a->group > 1 && a->group == a->c_in && a->c_out == a->c_in;

@@ -140,6 +140,10 @@ static int parse_args(int argc, char **argv, options *o) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     o->cores = n > 0 ? (int)n : 1;
     size_t at = 0;
+    /* The command line, recorded in the model's metadata (truncated if very long). */
+    for (int i = 1; i < argc && at < sizeof o->cmdline - 1; i++)
+        at += (size_t)snprintf(o->cmdline + at, sizeof o->cmdline - at, "%s%s", i > 1 ? " " : "",
+                               argv[i]);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
@@ -147,8 +151,6 @@ static int parse_args(int argc, char **argv, options *o) {
     (strcmp(a, flag) == 0 ? (i + 1 < argc ? (val = argv[++i], 1) : -1)                             \
                           : (strncmp(a, flag "=", sizeof(flag)) == 0 ? (val = a + sizeof(flag), 1) : 0))
         int t;
-        if (i > 1 && at < sizeof o->cmdline - 1)
-            at += (size_t)snprintf(o->cmdline + at, sizeof o->cmdline - at, "%s%s", at ? " " : "", a);
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             exit(EXIT_OK);
@@ -364,9 +366,10 @@ int main(int argc, char **argv) {
     hash_file(o.input, hash, sizeof hash);
     kc_emit_options eo = {o.input, hash, o.cmdline};
     kc_emit_c_options co = {o.c_prefix, o.c_weights_blob};
-    if (o.emit_c ? kc_emit_c(g, &prog, &sched, &plan, o.output, &eo, &co, &d)
-                 : kc_emit_model(g, &prog, &sched, &plan, o.output, &eo, &d)) {
-        code = EXIT_IO;
+    int emitted = o.emit_c ? kc_emit_c(g, &prog, &sched, &plan, o.output, &eo, &co, &d)
+                           : kc_emit_model(g, &prog, &sched, &plan, o.output, &eo, &d);
+    if (emitted) {
+        code = emitted < 0 ? EXIT_IO : EXIT_REJECTED;
         goto done;
     }
     if (!o.quiet) summary(&o, g, &st, &prog, &sched, &plan);

@@ -231,6 +231,7 @@ static void place_concat_inputs(kc_graph *g, int ci, kc_stats *st) {
 
 int kc_pass_fuse(kc_graph *g, kc_diag *d, kc_stats *st) {
     (void)d;
+    kc_fuse_transformer(g, st);
     for (int i = 0; i < g->n_nodes; i++)
         if (!g->nodes[i].dead && g->nodes[i].op == KC_OP_Add) fuse_residual(g, i, st);
     for (int i = 0; i < g->n_nodes; i++)

@@ -68,5 +68,9 @@ int kc_pass_fold_bn(kc_graph *g, kc_diag *d, kc_stats *st);
 /* 5. fuse (pass_fuse.c): activations and residual Add become node epilogues (kc_node.epi);
  * Concat inputs become views into the Concat output where the layout allows. */
 int kc_pass_fuse(kc_graph *g, kc_diag *d, kc_stats *st);
+/* 5a. (pass_fuse_transformer.c, run first by kc_pass_fuse): a MatMul's constant bias Add
+ * becomes its third input (a bias along the last axis), a scalar Div / Mul its "alpha"
+ * attribute, GELU's Erf formula its activation; counted as affines / activations folded. */
+void kc_fuse_transformer(kc_graph *g, kc_stats *st);
 
 #endif

@@ -35,7 +35,8 @@ static double record_work(uint32_t kernel, const void *args) {
     const kann_tile *t = args;
     double tile = (double)t->end - t->begin;
     switch (kernel) {
-    case KANN_KERNEL_F32_CONV2D: {
+    case KANN_KERNEL_F32_CONV2D:
+    case KANN_KERNEL_F32_DWCONV2D: {
         const kann_conv2d_args *a = args;
         double channels = t->axis == 0 ? tile : a->c_out, rows = t->axis == 1 ? tile : a->h_out;
         return a->n *
@@ -74,6 +75,122 @@ static double record_work(uint32_t kernel, const void *args) {
         const kann_copy_args *a = args;
         return tile * (1.0 + a->row_len);
     }
+    case KANN_KERNEL_F32_CONV2D_PACKED: {
+        const kann_conv2d_packed_args *a = args;
+        double pixels = (double)a->h_out * a->w_out;
+        double channels = t->axis == 0 ? tile : a->c_out;
+        if (t->axis == 1) pixels = tile;
+        /* the gather (K floats per pixel), then every panel of 12 against every pixel */
+        double k = (double)a->c_in * a->k_h * a->k_w;
+        return (1.0 + pixels) * (1.0 + k) * (2.0 + channels + KANN_CONV_PANEL);
+    }
+    case KANN_KERNEL_F32_CONV2D_WINOGRAD: {
+        const kann_conv2d_winograd_args *a = args;
+        double tiles =
+            t->axis == 1 ? tile : ((double)a->h_out + 1) / 2 * (((double)a->w_out + 1) / 2);
+        double channels = t->axis == 0 ? tile : a->c_out;
+        /* per block of 32 tiles: the input transform, 16 GEMMs per panel, the output transform */
+        return (1.0 + tiles / 32) * 16.0 * 32.0 * (1.0 + a->c_in) *
+               (2.0 + channels + KANN_CONV_PANEL);
+    }
+    case KANN_KERNEL_F32_REDUCE: {
+        const kann_reduce_args *a = args;
+        double reduced = 1.0;
+        for (uint32_t d = 0; d < a->red_rank && d < KANN_MAX_RANK; d++)
+            reduced *= a->red_dims[d];
+        return tile * (1.0 + 2.0 * reduced + a->red_rank);
+    }
+    case KANN_KERNEL_F32_NORM: {
+        const kann_norm_args *a = args;
+        return tile * (1.0 + 3.0 * a->len);
+    }
+    case KANN_KERNEL_F32_HARDMAX: {
+        const kann_softmax_args *a = args;
+        return tile * (1.0 + 2.0 * a->axis_len * a->inner);
+    }
+    case KANN_KERNEL_STRIDED_COPY: {
+        const kann_strided_copy_args *a = args;
+        return tile * (1.0 + a->rank);
+    }
+    case KANN_KERNEL_GATHER: {
+        const kann_gather_args *a = args;
+        return tile * (1.0 + a->inner);
+    }
+    case KANN_KERNEL_GATHER_ELEMENTS: {
+        const kann_gather_elements_args *a = args;
+        return tile * (1.0 + a->rank);
+    }
+    case KANN_KERNEL_TRILU: {
+        const kann_trilu_args *a = args;
+        return tile * (1.0 + a->cols);
+    }
+    case KANN_KERNEL_PAD: {
+        const kann_pad_args *a = args;
+        double row = a->rank >= 1 && a->rank <= KANN_MAX_RANK ? a->dims[a->rank - 1] : 0;
+        return tile * (1.0 + a->rank + row);
+    }
+    case KANN_KERNEL_F32_PAD2D: {
+        const kann_pad2d_args *a = args;
+        return tile * (1.0 + a->w_out);
+    }
+    case KANN_KERNEL_F32_CONV_TRANSPOSE: {
+        const kann_conv_transpose_args *a = args;
+        double out = (double)a->out[0] * a->out[1] * a->out[2];
+        double spread = (1.0 + (double)a->in[0] * a->k[0]) *
+                        (1.0 + (double)a->in[1] * a->k[1] * (1.0 + (double)a->in[2] * a->k[2]));
+        return tile * (2.0 + 2.0 * out + (double)(a->c_in / (a->group ? a->group : 1)) * spread);
+    }
+    case KANN_KERNEL_F32_CONV_ND: {
+        const kann_conv_nd_args *a = args;
+        double out = (double)a->out[0] * a->out[1] * a->out[2];
+        /* every tap of an axis is tested, the inner axes only under taps inside the input */
+        double taps =
+            1.0 + a->k[0] +
+            min_d(a->k[0], a->in[0]) * (1.0 + a->k[1] + min_d(a->k[1], a->in[1]) * (1.0 + a->k[2]));
+        return tile * (1.0 + out * (1.0 + (double)(a->c_in / (a->group ? a->group : 1)) * taps));
+    }
+    case KANN_KERNEL_F32_POOL_ND: {
+        const kann_pool_nd_args *a = args;
+        double out = (double)a->out[0] * a->out[1] * a->out[2];
+        /* the tap ranges are found by stepping through the window, both of them */
+        double scan = 2.0 * ((double)a->k[0] + a->k[1] + a->k[2]);
+        double taps = (1.0 + min_d(a->k[0], a->in[0])) * (1.0 + min_d(a->k[1], a->in[1])) *
+                      (1.0 + min_d(a->k[2], a->in[2]));
+        return tile * (1.0 + out * (1.0 + scan + taps));
+    }
+    case KANN_KERNEL_F32_RESIZE: {
+        const kann_resize_args *a = args;
+        return tile * (1.0 + (double)a->h_out *
+                                 (1.0 + (double)a->w_out * (1.0 + (double)a->taps_h * a->taps_w)));
+    }
+    case KANN_KERNEL_F32_LRN: {
+        const kann_lrn_args *a = args;
+        return tile * (1.0 + (double)a->inner * (1.0 + min_d(a->size, a->c)));
+    }
+    case KANN_KERNEL_F32_NLL_LOSS: {
+        const kann_nll_loss_args *a = args;
+        return a->reduction == KANN_LOSS_NONE ? tile : 1.0 + (double)a->n * a->inner;
+    }
+    case KANN_KERNEL_SCATTER_ELEMENTS: {
+        const kann_scatter_elements_args *a = args;
+        double count = 1.0;
+        for (uint32_t d = 0; d < a->rank && d < KANN_MAX_RANK; d++)
+            count *= a->dims[d];
+        return tile * (1.0 + count * (1.0 + a->rank));
+    }
+    case KANN_KERNEL_SCATTER_ND: {
+        const kann_scatter_nd_args *a = args;
+        return tile * (1.0 + (double)a->n_tuples * (1.0 + a->k + a->slice_len));
+    }
+    case KANN_KERNEL_GATHER_ND: {
+        const kann_gather_nd_args *a = args;
+        return tile * (1.0 + a->k + a->slice_len);
+    }
+    case KANN_KERNEL_UNARY:
+    case KANN_KERNEL_BINARY_TYPED:
+    case KANN_KERNEL_TERNARY:
+    case KANN_KERNEL_CAST:
+        return tile;
     default:
         return 1.0 / 0.0;
     }

@@ -57,6 +57,8 @@ kann_status kann_conv2d_packed_validate(const void *args, const kann_bounds *b, 
     kann_status s;
     if (a->reserved[0] != 0 || a->reserved[1] != 0)
         return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_packed: reserved fields are not zero");
+    if (a->c_in == 0) /* the wide path sizes its pixel blocks by c_in */
+        return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_packed: no input channels");
     if (a->stride_h == 0 || a->stride_w == 0 || a->dil_h == 0 || a->dil_w == 0)
         return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_packed: zero stride or dilation");
     if (!kann_window_fits(a->h_out, a->stride_h, a->k_h, a->dil_h, a->pad_top, 0, a->h_in) ||

@@ -83,7 +83,6 @@ kann_status kann_gather_elements_validate(const void *args, const kann_bounds *b
     if (!kann_count_fits_u32(a->dims, a->rank, &count))
         return kann_msg_set(err, KANN_E_CORRUPT, "gather_elements: more than 2^32-1 elements");
     if ((s = kann_check_tile(&a->tile, 1, &count, err)) != KANN_OK) return s;
-    if (count == 0) return KANN_OK;
     /* x is reached along the axis up to axis_len - 1, elsewhere up to dims - 1. */
     uint32_t x_dims[KANN_MAX_RANK];
     int64_t x_strides[KANN_MAX_RANK];

@@ -76,8 +76,10 @@ kann_status kann_pad_validate(const void *args, const kann_bounds *b, kann_error
     for (uint32_t d = 0; d < a->rank; d++) {
         if (a->pad_begin[d] > ((int64_t)1 << 40) || a->pad_begin[d] < -((int64_t)1 << 40))
             return kann_msg_set(err, KANN_E_CORRUPT, "pad: a pad exceeds 2^40");
-        /* Every mode but constant reads the input for any output. */
-        if (a->x_dims[d] == 0 && a->mode != KANN_PAD_CONSTANT && count)
+        /* Every mode but constant reads the input for any output, and maps the coordinates of
+         * every row it visits into the input's dims (wrap divides by them). */
+        if (a->x_dims[d] == 0 && a->mode != KANN_PAD_CONSTANT &&
+            (count || a->tile.begin < a->tile.end))
             return kann_msg_set(err, KANN_E_CORRUPT, "pad: an empty input cannot be extended");
     }
     if ((s = kann_check_bytes(b, a->x, (uint64_t)x_count * a->elem_size, a->elem_size, 0, 0,

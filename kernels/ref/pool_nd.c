@@ -7,16 +7,19 @@
 #include "ref/act.h"
 #include "ref/checked.h"
 
-/* Taps t of one axis whose coordinate o*stride - pad + t*dil lies in [lo, hi). */
+/* Taps t of one axis whose coordinate o*stride - pad + t*dil lies in [lo, hi). In closed form:
+ * nothing bounds k (a pool has no weights), so stepping through the window could take 2^32
+ * steps per output. */
 static void tap_range(int64_t first, uint32_t dil, uint32_t k, int64_t lo, int64_t hi, uint32_t *t0,
                       uint32_t *t1) {
-    uint32_t a = 0, b = k;
-    while (a < b && first + (int64_t)a * dil < lo)
-        a++;
-    while (b > a && first + (int64_t)(b - 1) * dil >= hi)
-        b--;
-    *t0 = a;
-    *t1 = b;
+    /* the first t with first + t * dil >= lo, and the count of t with first + t * dil < hi */
+    int64_t a = first >= lo ? 0 : (lo - first + dil - 1) / dil;
+    int64_t b = first >= hi ? 0 : (hi - first + dil - 1) / dil;
+    if (a > k) a = k;
+    if (b > k) b = k;
+    if (b < a) b = a;
+    *t0 = (uint32_t)a;
+    *t1 = (uint32_t)b;
 }
 
 void kann_f32_pool_nd_ref(const void *args, const kann_exec *ex) {

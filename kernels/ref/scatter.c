@@ -83,7 +83,7 @@ kann_status kann_scatter_elements_validate(const void *args, const kann_bounds *
     if (!kann_count_fits_u32(a->dims, a->rank, &count))
         return kann_msg_set(err, KANN_E_CORRUPT, "scatter_elements: more than 2^32-1 elements");
     if ((s = kann_check_tile(&a->tile, 1, &one, err)) != KANN_OK) return s;
-    if (count == 0) return KANN_OK;
+    /* count 0: the views below are empty but their references are still checked. */
     uint32_t y_dims[KANN_MAX_RANK];
     int64_t y_strides[KANN_MAX_RANK];
     for (uint32_t d = 0; d < a->rank; d++) {

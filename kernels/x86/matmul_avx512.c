@@ -1,16 +1,128 @@
 /* matmul for AVX-512 when the rows of B are contiguous (b_col_stride 1: MatMul, Gemm with a
- * packed B, the fully-connected layers at batch 1): 64 output columns of one row in four ZMM
- * accumulators, B streamed once per row; the epilogue is the reference's. Other layouts run
- * the reference. */
+ * packed B, the fully-connected layers at batch 1): a block of up to ROWS output rows by 64
+ * columns lives in ZMM accumulators, so each B vector loaded serves every row of the block; the
+ * epilogue runs in vectors (GELU included) where the bias row is dense. Other layouts run the
+ * reference. */
 #include <immintrin.h>
 
 #include "kann_x86.h"
 #include "ref/act.h"
 
 #define CHUNK 64
+#define ROWS 6
+/* Consecutive rows of a B panel lie b_row_stride apart (1-4 KiB in transformer layers), a
+ * pattern the hardware prefetchers follow poorly: each step asks for the panel row this many
+ * steps ahead (a prefetch past the end of B is a hint and never faults). */
+#define PREFETCH_ROWS 8
 
 static inline __mmask16 lanes(size_t n) {
     return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+/* erf(x) as a rational function of x (odd over even polynomials in x^2) on [-4, 4], where
+ * float erf reaches +-1; absolute error below 5e-7. */
+static inline __m512 erf16(__m512 x) {
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(4.0f)), _mm512_set1_ps(-4.0f));
+    __m512 x2 = _mm512_mul_ps(x, x);
+    __m512 p = _mm512_set1_ps(-2.72614225801306e-10f);
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(2.77068142495902e-08f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-2.10102402082508e-06f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-5.69250639462346e-05f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-7.34990630326855e-04f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-2.95459980854025e-03f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-1.60960333262415e-02f));
+    p = _mm512_mul_ps(p, x);
+    __m512 q = _mm512_set1_ps(-1.45660718464996e-05f);
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-2.13374055278905e-04f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.68282697438203e-03f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-7.37332916720468e-03f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.42647390514189e-02f));
+    return _mm512_div_ps(p, q);
+}
+
+/* x / 2 * (1 + erf(x / sqrt(2))); a NaN x stays NaN through x / 2. */
+static inline __m512 gelu16(__m512 x) {
+    __m512 e = erf16(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)));
+    __m512 half_x = _mm512_mul_ps(x, _mm512_set1_ps(0.5f));
+    return _mm512_fmadd_ps(half_x, e, half_x);
+}
+
+/* alpha, bias, residual and the activation on one row of len accumulated columns, then the
+ * store to y. A dense bias row and no activation or GELU run in vectors; the rest goes
+ * through the reference epilogue. */
+static void finish_row(const kann_matmul_args *a, float *acc, size_t len, size_t i, size_t j0,
+                       const float *bias, const float *residual, float *y_row) {
+    float alpha = a->alpha, beta = a->beta;
+    const float *bias_row = bias ? bias + i * a->bias_row_stride : NULL;
+    int kind = a->act.kind;
+    if (!bias || a->bias_col_stride == 1) {
+        int vector_act = kind == KANN_ACT_NONE || kind == KANN_ACT_GELU;
+        __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+        for (size_t j = 0; j < len; j += 16) {
+            __mmask16 m = lanes(len - j);
+            __m512 v = _mm512_mul_ps(_mm512_load_ps(acc + j), va);
+            if (bias_row)
+                v = _mm512_add_ps(v,
+                                  _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m, bias_row + j0 + j)));
+            if (residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, residual + j));
+            if (kind == KANN_ACT_GELU) v = gelu16(v);
+            if (vector_act)
+                _mm512_mask_storeu_ps(y_row + j, m, v);
+            else
+                _mm512_store_ps(acc + j, v);
+        }
+        if (vector_act) return;
+    } else {
+        for (size_t j = 0; j < len; j++)
+            acc[j] = acc[j] * alpha + beta * bias_row[(j0 + j) * a->bias_col_stride];
+        if (residual)
+            for (size_t j = 0; j < len; j++)
+                acc[j] += residual[j];
+    }
+    kann_act_apply_row(&a->act, acc, len);
+    for (size_t j = 0; j < len; j++)
+        y_row[j] = acc[j];
+}
+
+/* Rows [i, i + rows) of one batch, columns [j0, j0 + len): rows <= ROWS, len <= CHUNK. The
+ * row count is a compile-time constant in each inlined copy so the accumulators stay in
+ * registers. */
+static inline __attribute__((always_inline)) void block(const kann_matmul_args *a,
+                                                        const float *a_blk, const float *b_col,
+                                                        size_t rows, size_t len,
+                                                        float (*acc)[CHUNK]) {
+    size_t k = a->k, a_rs = a->a_row_stride, a_cs = a->a_col_stride, b_rs = a->b_row_stride;
+    __mmask16 m[4];
+    for (int v = 0; v < 4; v++)
+        m[v] = len > (size_t)v * 16 ? lanes(len - (size_t)v * 16) : 0;
+    __m512 c[ROWS][4];
+#pragma GCC unroll 6
+    for (size_t r = 0; r < rows; r++)
+        for (int v = 0; v < 4; v++)
+            c[r][v] = _mm512_setzero_ps();
+    const float *br = b_col;
+    for (size_t kk = 0; kk < k; kk++, br += b_rs) {
+        __m512 b0 = _mm512_maskz_loadu_ps(m[0], br), b1 = _mm512_maskz_loadu_ps(m[1], br + 16);
+        __m512 b2 = _mm512_maskz_loadu_ps(m[2], br + 32), b3 = _mm512_maskz_loadu_ps(m[3], br + 48);
+        const float *ak = a_blk + kk * a_cs;
+        const char *ahead = (const char *)(br + PREFETCH_ROWS * b_rs);
+        _mm_prefetch(ahead, _MM_HINT_T0);
+        _mm_prefetch(ahead + 64, _MM_HINT_T0);
+        _mm_prefetch(ahead + 128, _MM_HINT_T0);
+        _mm_prefetch(ahead + 192, _MM_HINT_T0);
+#pragma GCC unroll 6
+        for (size_t r = 0; r < rows; r++) {
+            __m512 av = _mm512_set1_ps(ak[r * a_rs]);
+            c[r][0] = _mm512_fmadd_ps(av, b0, c[r][0]);
+            c[r][1] = _mm512_fmadd_ps(av, b1, c[r][1]);
+            c[r][2] = _mm512_fmadd_ps(av, b2, c[r][2]);
+            c[r][3] = _mm512_fmadd_ps(av, b3, c[r][3]);
+        }
+    }
+#pragma GCC unroll 6
+    for (size_t r = 0; r < rows; r++)
+        for (int v = 0; v < 4; v++)
+            _mm512_store_ps(acc[r] + 16 * v, c[r][v]);
 }
 
 void kann_f32_matmul_avx512(const void *args, const kann_exec *ex) {
@@ -32,48 +144,41 @@ void kann_f32_matmul_avx512(const void *args, const kann_exec *ex) {
     const float *residual =
         a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
     float *y = kann_mref(ex, a->y);
-    size_t k = a->k, a_cs = a->a_col_stride, b_rs = a->b_row_stride;
-    float acc[CHUNK] __attribute__((aligned(64)));
+    float acc[ROWS][CHUNK] __attribute__((aligned(64)));
     for (size_t bt = 0; bt < a->batch; bt++) {
-        for (size_t i = i_begin; i < i_end; i++) {
-            size_t y_row = (bt * a->m + i) * a->n;
-            const float *a_row = am + bt * a->a_batch_stride + i * a->a_row_stride;
-            for (size_t j0 = j_begin; j0 < j_end; j0 += CHUNK) {
-                size_t len = j_end - j0 < CHUNK ? j_end - j0 : CHUNK;
-                __mmask16 m[4];
-                for (int v = 0; v < 4; v++)
-                    m[v] = len > (size_t)v * 16 ? lanes(len - (size_t)v * 16) : 0;
-                __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
-                const float *br = bm + bt * a->b_batch_stride + j0;
-                for (size_t kk = 0; kk < k; kk++, br += b_rs) {
-                    __m512 av = _mm512_set1_ps(a_row[kk * a_cs]);
-                    c0 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m[0], br), c0);
-                    c1 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m[1], br + 16), c1);
-                    c2 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m[2], br + 32), c2);
-                    c3 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m[3], br + 48), c3);
+        const float *b_batch = bm + bt * a->b_batch_stride;
+        /* Column chunks outside, so one K x 64 panel of B stays cached while every row block
+         * passes over it. */
+        for (size_t j0 = j_begin; j0 < j_end; j0 += CHUNK) {
+            size_t len = j_end - j0 < CHUNK ? j_end - j0 : CHUNK;
+            for (size_t i = i_begin; i < i_end; i += ROWS) {
+                size_t rows = i_end - i < ROWS ? i_end - i : ROWS;
+                const float *a_blk = am + bt * a->a_batch_stride + i * a->a_row_stride;
+                switch (rows) {
+                case 6:
+                    block(a, a_blk, b_batch + j0, 6, len, acc);
+                    break;
+                case 5:
+                    block(a, a_blk, b_batch + j0, 5, len, acc);
+                    break;
+                case 4:
+                    block(a, a_blk, b_batch + j0, 4, len, acc);
+                    break;
+                case 3:
+                    block(a, a_blk, b_batch + j0, 3, len, acc);
+                    break;
+                case 2:
+                    block(a, a_blk, b_batch + j0, 2, len, acc);
+                    break;
+                default:
+                    block(a, a_blk, b_batch + j0, 1, len, acc);
+                    break;
                 }
-                _mm512_store_ps(acc, c0);
-                _mm512_store_ps(acc + 16, c1);
-                _mm512_store_ps(acc + 32, c2);
-                _mm512_store_ps(acc + 48, c3);
-                float alpha = a->alpha, beta = a->beta;
-                for (size_t j = 0; j < len; j++)
-                    acc[j] *= alpha;
-                if (bias) {
-                    const float *bias_row = bias + i * a->bias_row_stride;
-                    size_t bias_cs = a->bias_col_stride;
-                    for (size_t j = 0; j < len; j++)
-                        acc[j] += beta * bias_row[(j0 + j) * bias_cs];
+                for (size_t r = 0; r < rows; r++) {
+                    size_t y_row = (bt * a->m + i + r) * a->n + j0;
+                    finish_row(a, acc[r], len, i + r, j0, bias, residual ? residual + y_row : NULL,
+                               y + y_row);
                 }
-                if (residual) {
-                    const float *r = residual + y_row + j0;
-                    for (size_t j = 0; j < len; j++)
-                        acc[j] += r[j];
-                }
-                kann_act_apply_row(&a->act, acc, len);
-                float *out = y + y_row + j0;
-                for (size_t j = 0; j < len; j++)
-                    out[j] = acc[j];
             }
         }
     }

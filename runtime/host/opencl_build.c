@@ -141,6 +141,10 @@ static const field_offset more_fields[] = {
     FIELD(pad, value) FIELD(pad, x) FIELD(pad, x_dims) FIELD(pad, y)
     FIELD(pad2d, x) FIELD(pad2d, y) FIELD(pad2d, h_in) FIELD(pad2d, w_in) FIELD(pad2d, h_out)
     FIELD(pad2d, w_out) FIELD(pad2d, pad_top) FIELD(pad2d, pad_left)
+    FIELD(conv2d_winograd, x) FIELD(conv2d_winograd, u) FIELD(conv2d_winograd, bias)
+    FIELD(conv2d_winograd, residual) FIELD(conv2d_winograd, y) FIELD(conv2d_winograd, c_in)
+    FIELD(conv2d_winograd, h_in) FIELD(conv2d_winograd, w_in) FIELD(conv2d_winograd, c_out)
+    FIELD(conv2d_winograd, h_out) FIELD(conv2d_winograd, w_out) ACT_FIELDS(conv2d_winograd)
     FIELD(pool_nd, count_include_pad) FIELD(pool_nd, dil) FIELD(pool_nd, in)
     FIELD(pool_nd, indices) FIELD(pool_nd, k) FIELD(pool_nd, kind) FIELD(pool_nd, out)
     FIELD(pool_nd, pad_begin) FIELD(pool_nd, pad_end) FIELD(pool_nd, storage_order)
@@ -182,7 +186,7 @@ static const char *const program_files[KANN_OCL_PROGRAM_KIND_COUNT][6] = {
     [KANN_OCL_PROGRAM_CONV_GPU] = {"common.cl", "vector.cl", "act_vec.cl", "conv2d_gpu.cl", NULL},
     [KANN_OCL_PROGRAM_REDUCE] = {"common.cl", "bytes.cl", "reduce.cl", NULL},
     [KANN_OCL_PROGRAM_DATA] = {"common.cl", "bytes.cl", "data.cl", NULL},
-    [KANN_OCL_PROGRAM_SPATIAL] = {"common.cl", "bytes.cl", "spatial.cl", NULL},
+    [KANN_OCL_PROGRAM_SPATIAL] = {"common.cl", "bytes.cl", "spatial.cl", "winograd.cl", NULL},
     [KANN_OCL_PROGRAM_TYPED] = {"common.cl", "bytes.cl", "typed.cl", NULL},
 };
 

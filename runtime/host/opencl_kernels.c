@@ -327,6 +327,13 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
         program_launch(l, KANN_OCL_PROGRAM_DATA, "f32_pad2d", a->w_out, tile_len, 1);
         return KANN_OK;
     }
+    case KANN_KERNEL_F32_CONV2D_WINOGRAD: {
+        const kann_conv2d_winograd_args *a = args;
+        size_t tiles = ((size_t)a->h_out + 1) / 2 * (((size_t)a->w_out + 1) / 2);
+        program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_conv2d_winograd",
+                       t->axis == 0 ? tiles : tile_len, t->axis == 0 ? tile_len : a->c_out, 1);
+        return KANN_OK;
+    }
     case KANN_KERNEL_F32_CONV_TRANSPOSE:
     case KANN_KERNEL_F32_CONV_ND: {
         const kann_conv_transpose_args *a = args;

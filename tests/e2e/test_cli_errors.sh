@@ -23,6 +23,22 @@ g = helper.make_graph(nodes, "bad", [x], [y],
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{w}/bad.onnx")
 PY
 
+# A model the emitter refuses (an input of an element type model.bin does not describe) is
+# a rejected model (exit 1), not an I/O failure.
+"${PYTHON:-python3}" - "$work" <<'PY'
+import sys, onnx
+from onnx import helper, TensorProto
+w = sys.argv[1]
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+unused = helper.make_tensor_value_info("flag", TensorProto.INT16, [1])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g", [x, unused], [y])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{w}/int16_input.onnx")
+PY
+"$KANN_C" "$work/int16_input.onnx" -o "$work/int16.bin" >/dev/null 2>&1; code=$?
+[ $code -eq 1 ] || fail "an emitter refusal exits $code, expected 1"
+[ ! -e "$work/int16.bin" ] || fail "a refused model left an output file"
+
 # Unsupported model: all three problems reported, exit 1, nothing written.
 out=$("$KANN_C" "$work/bad.onnx" -o "$work/bad.bin" 2>&1); code=$?
 echo "$out"

@@ -1,0 +1,167 @@
+/* conv2d_winograd pieces shared by the reference kernel and the SIMD variants: the input and
+ * output transforms of Winograd F(2x2, 3x3) and the loop nest around a variant's GEMM.
+ * Static inline, so that each variant's translation unit compiles them with its own ISA. */
+#ifndef KANN_REF_CONV2D_WINOGRAD_H
+#define KANN_REF_CONV2D_WINOGRAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kann_kernels.h"
+#include "ref/act.h"
+
+/* Output tiles per block: the transformed tiles of a block ([16][c_in][32] floats in scratch)
+ * are the B matrices of the 16 GEMMs; one GEMM call covers a block's whole width. */
+#define KANN_WINO_BLOCK KANN_CONV_PIXEL_GRANULE
+
+/* m[r * KANN_WINO_BLOCK + j] = sum_c u[c * 12 + r] * v[c * KANN_WINO_BLOCK + j] for r < 12,
+ * j < KANN_WINO_BLOCK (v holds every column of the block; those past the tiles are zero). */
+typedef void (*kann_wino_gemm)(const float *u, const float *v, size_t c_in, float *m);
+
+static inline size_t kann_wino_tiles_w(const kann_conv2d_winograd_args *a) {
+    return ((size_t)a->w_out + 1) / 2;
+}
+
+static inline size_t kann_wino_tiles(const kann_conv2d_winograd_args *a) {
+    return ((size_t)a->h_out + 1) / 2 * kann_wino_tiles_w(a);
+}
+
+/* V = B^T d B of one 4x4 input tile; d rows and columns outside x read as zero. */
+static inline void kann_wino_input_tile(const float *xc, size_t h_in, size_t w_in, size_t i0,
+                                        size_t j0, float v[16]) {
+    float d[4][4];
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 4; j++)
+            d[i][j] = i0 + i < h_in && j0 + j < w_in ? xc[(i0 + i) * w_in + j0 + j] : 0.0f;
+    float t[4][4];
+    for (size_t j = 0; j < 4; j++) {
+        t[0][j] = d[0][j] - d[2][j];
+        t[1][j] = d[1][j] + d[2][j];
+        t[2][j] = d[2][j] - d[1][j];
+        t[3][j] = d[1][j] - d[3][j];
+    }
+    for (size_t i = 0; i < 4; i++) {
+        v[i * 4 + 0] = t[i][0] - t[i][2];
+        v[i * 4 + 1] = t[i][1] + t[i][2];
+        v[i * 4 + 2] = t[i][2] - t[i][1];
+        v[i * 4 + 3] = t[i][1] - t[i][3];
+    }
+}
+
+/* The transformed tiles [q0, q0 + n) of every input channel into v [16][c_in][32], the
+ * columns past n zero. */
+static inline void kann_wino_input_block(const kann_conv2d_winograd_args *a, const float *x,
+                                         size_t q0, size_t n, float *v) {
+    size_t tw_n = kann_wino_tiles_w(a), plane = (size_t)a->h_in * a->w_in, c_in = a->c_in;
+    size_t pos_stride = c_in * KANN_WINO_BLOCK;
+    for (size_t c = 0; c < c_in; c++) {
+        const float *xc = x + c * plane;
+        float *vc = v + c * KANN_WINO_BLOCK;
+        for (size_t j = 0; j < KANN_WINO_BLOCK; j++) {
+            float t[16] = {0};
+            if (j < n) {
+                size_t q = q0 + j, th = q / tw_n, tw = q - th * tw_n;
+                kann_wino_input_tile(xc, a->h_in, a->w_in, 2 * th, 2 * tw, t);
+            }
+            for (size_t p = 0; p < 16; p++)
+                vc[p * pos_stride + j] = t[p];
+        }
+    }
+}
+
+/* Y = A^T M A of one tile (m: 16 positions, stride ms) with bias, residual and activation,
+ * stored where the 2x2 tile lies inside y. */
+static inline void kann_wino_output_tile(const float *m, size_t ms, float bias, const float *res,
+                                         float *y, size_t h_out, size_t w_out, size_t oh, size_t ow,
+                                         const kann_act *act) {
+    float s[2][4];
+    for (size_t j = 0; j < 4; j++) {
+        s[0][j] = m[j * ms] + m[(4 + j) * ms] + m[(8 + j) * ms];
+        s[1][j] = m[(4 + j) * ms] - m[(8 + j) * ms] - m[(12 + j) * ms];
+    }
+    for (size_t i = 0; i < 2 && oh + i < h_out; i++) {
+        float o[2] = {s[i][0] + s[i][1] + s[i][2], s[i][1] - s[i][2] - s[i][3]};
+        for (size_t j = 0; j < 2 && ow + j < w_out; j++) {
+            size_t at = (oh + i) * w_out + ow + j;
+            float val = o[j] + bias;
+            if (res) val += res[at];
+            y[at] = kann_act_apply(act, val);
+        }
+    }
+}
+
+/* The tile's output channels [*m_begin, *m_end) and output tiles [*t_begin, *t_end). */
+static inline void kann_wino_range(const kann_conv2d_winograd_args *a, size_t *m_begin,
+                                   size_t *m_end, size_t *t_begin, size_t *t_end) {
+    *m_begin = 0;
+    *m_end = a->c_out;
+    *t_begin = 0;
+    *t_end = kann_wino_tiles(a);
+    if (a->tile.axis == 0) {
+        *m_begin = a->tile.begin;
+        *m_end = a->tile.end;
+    } else {
+        *t_begin = a->tile.begin;
+        *t_end = a->tile.end;
+    }
+}
+
+/* The output transform of one weight panel over a block: rows r < mr of mb [16][12][32] for the
+ * tiles [q0, q0 + n), into the output channels m0 + r. */
+typedef void (*kann_wino_output)(const kann_conv2d_winograd_args *a, const float *mb, size_t q0,
+                                 size_t n, size_t m0, size_t mr, const float *bias,
+                                 const float *res, float *y);
+
+/* The input transform of a block (see kann_wino_input_block). */
+typedef void (*kann_wino_input)(const kann_conv2d_winograd_args *a, const float *x, size_t q0,
+                                size_t n, float *v);
+
+static inline void kann_wino_output_block(const kann_conv2d_winograd_args *a, const float *mb,
+                                          size_t q0, size_t n, size_t m0, size_t mr,
+                                          const float *bias, const float *res, float *y) {
+    size_t hw = (size_t)a->h_out * a->w_out, tw_n = kann_wino_tiles_w(a);
+    for (size_t r = 0; r < mr; r++) {
+        float b = bias ? bias[m0 + r] : 0.0f;
+        const float *rr = res ? res + (m0 + r) * hw : NULL;
+        float *yr = y + (m0 + r) * hw;
+        for (size_t j = 0; j < n; j++) {
+            size_t q = q0 + j, th = q / tw_n, tw = q - th * tw_n;
+            kann_wino_output_tile(mb + r * KANN_WINO_BLOCK + j, KANN_CONV_PANEL * KANN_WINO_BLOCK,
+                                  b, rr, yr, a->h_out, a->w_out, 2 * th, 2 * tw, &a->act);
+        }
+    }
+}
+
+/* Blocks of 32 output tiles: the input transform into scratch, then per weight panel of the
+ * tile the 16 GEMMs into a stack buffer and the output transform with the epilogue. */
+static inline __attribute__((always_inline)) void
+kann_conv2d_winograd_drive(const kann_conv2d_winograd_args *a, const kann_exec *ex,
+                           kann_wino_input input, kann_wino_gemm gemm, kann_wino_output output) {
+    size_t m_begin, m_end, t_begin, t_end;
+    kann_wino_range(a, &m_begin, &m_end, &t_begin, &t_end);
+    if (m_begin >= m_end || t_begin >= t_end) return;
+    const float *x = kann_cref(ex, a->x), *u = kann_cref(ex, a->u);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    float *y = kann_mref(ex, a->y);
+    size_t c_in = a->c_in;
+    size_t panels = ((size_t)a->c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    size_t block_floats = 16 * c_in * KANN_WINO_BLOCK;
+    float *scratch = kann_mref(ex, a->scratch);
+    float mb[16 * KANN_CONV_PANEL * KANN_WINO_BLOCK];
+    for (size_t q0 = t_begin; q0 < t_end; q0 += KANN_WINO_BLOCK) {
+        size_t n = t_end - q0 < KANN_WINO_BLOCK ? t_end - q0 : KANN_WINO_BLOCK;
+        float *v = scratch + q0 / KANN_WINO_BLOCK * block_floats;
+        input(a, x, q0, n, v);
+        for (size_t m0 = m_begin; m0 < m_end; m0 += KANN_CONV_PANEL) {
+            size_t mr = m_end - m0 < KANN_CONV_PANEL ? m_end - m0 : KANN_CONV_PANEL;
+            for (size_t p = 0; p < 16; p++)
+                gemm(u + (p * panels + m0 / KANN_CONV_PANEL) * c_in * KANN_CONV_PANEL,
+                     v + p * c_in * KANN_WINO_BLOCK, c_in,
+                     mb + p * KANN_CONV_PANEL * KANN_WINO_BLOCK);
+            output(a, mb, q0, n, m0, mr, bias, res, y);
+        }
+    }
+}
+
+#endif

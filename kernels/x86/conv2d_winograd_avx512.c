@@ -1,0 +1,173 @@
+/* conv2d_winograd for AVX-512: the 16 GEMMs of each block of 32 tiles on a 12 x 32 register
+ * tile (24 ZMM accumulators); both transforms 16 tiles of one tile row per vector (even and odd
+ * columns split by permutes, masked loads and stores at the edges of x and y). */
+#include <immintrin.h>
+
+#include "kann_x86.h"
+#include "ref/act.h"
+#include "ref/conv2d_winograd.h"
+#include "simd_act.h"
+
+static void gemm_12x32(const float *u, const float *v, size_t c_in, float *m) {
+    __m512 c[KANN_CONV_PANEL][2];
+    for (int r = 0; r < KANN_CONV_PANEL; r++)
+        c[r][0] = c[r][1] = _mm512_setzero_ps();
+    for (size_t k = 0; k < c_in; k++, u += KANN_CONV_PANEL, v += KANN_WINO_BLOCK) {
+        _mm_prefetch((const char *)(v + 4 * KANN_WINO_BLOCK), _MM_HINT_T0);
+        _mm_prefetch((const char *)(v + 4 * KANN_WINO_BLOCK + 16), _MM_HINT_T0);
+        __m512 b0 = _mm512_loadu_ps(v), b1 = _mm512_loadu_ps(v + 16);
+        for (int r = 0; r < KANN_CONV_PANEL; r++) {
+            __m512 w = _mm512_set1_ps(u[r]);
+            c[r][0] = _mm512_fmadd_ps(w, b0, c[r][0]);
+            c[r][1] = _mm512_fmadd_ps(w, b1, c[r][1]);
+        }
+    }
+    for (int r = 0; r < KANN_CONV_PANEL; r++) {
+        _mm512_storeu_ps(m + r * KANN_WINO_BLOCK, c[r][0]);
+        _mm512_storeu_ps(m + r * KANN_WINO_BLOCK + 16, c[r][1]);
+    }
+}
+
+/* Lanes [j, j + len) of a block (len <= 16): tiles tw0 .. tw0 + len - 1 of tile row th. */
+typedef struct tile_run {
+    size_t j, len, th, tw0;
+} tile_run;
+
+static size_t block_runs(const kann_conv2d_winograd_args *a, size_t q0, size_t n, tile_run *runs) {
+    size_t tw_n = kann_wino_tiles_w(a), count = 0;
+    for (size_t j = 0; j < n;) {
+        size_t q = q0 + j, th = q / tw_n, tw = q - th * tw_n, len = tw_n - tw;
+        if (len > n - j) len = n - j;
+        if (len > 16) len = 16;
+        runs[count++] = (tile_run){j, len, th, tw};
+        j += len;
+    }
+    return count;
+}
+
+/* The first k lanes, k clamped to [0, 16]. */
+static inline __mmask16 first_lanes(int64_t k) {
+    return k <= 0 ? 0 : k >= 16 ? 0xffff : (__mmask16)((1u << k) - 1u);
+}
+
+static void input_block(const kann_conv2d_winograd_args *a, const float *x, size_t q0, size_t n,
+                        float *v) {
+    tile_run runs[KANN_WINO_BLOCK];
+    size_t n_runs = block_runs(a, q0, n, runs), ps = (size_t)a->c_in * KANN_WINO_BLOCK;
+    size_t plane = (size_t)a->h_in * a->w_in, w_in = a->w_in;
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (size_t c = 0; c < a->c_in; c++) {
+        const float *xc = x + c * plane;
+        float *vc = v + c * KANN_WINO_BLOCK;
+        if (n < KANN_WINO_BLOCK)
+            for (size_t p = 0; p < 16; p++) {
+                __m512 z = _mm512_setzero_ps();
+                _mm512_mask_storeu_ps(vc + p * ps, (__mmask16)~first_lanes((int64_t)n), z);
+                _mm512_mask_storeu_ps(vc + p * ps + 16, (__mmask16)~first_lanes((int64_t)n - 16),
+                                      z);
+            }
+        for (size_t r = 0; r < n_runs; r++) {
+            const tile_run *run = &runs[r];
+            size_t col0 = 2 * run->tw0;
+            int64_t left = (int64_t)w_in - (int64_t)col0;
+            __mmask16 m0 = first_lanes(left), m16 = first_lanes(left - 16);
+            __mmask16 m2 = first_lanes(left - 2), m18 = first_lanes(left - 18);
+            __m512 d[4][4];
+            for (size_t i = 0; i < 4; i++) {
+                size_t ih = 2 * run->th + i;
+                if (ih >= a->h_in) {
+                    d[i][0] = d[i][1] = d[i][2] = d[i][3] = _mm512_setzero_ps();
+                    continue;
+                }
+                const float *row = xc + ih * w_in + col0;
+                __m512 A = _mm512_maskz_loadu_ps(m0, row), B = _mm512_maskz_loadu_ps(m16, row + 16);
+                __m512 A2 = _mm512_maskz_loadu_ps(m2, row + 2);
+                __m512 B2 = _mm512_maskz_loadu_ps(m18, row + 18);
+                d[i][0] = _mm512_permutex2var_ps(A, even, B);
+                d[i][1] = _mm512_permutex2var_ps(A, odd, B);
+                d[i][2] = _mm512_permutex2var_ps(A2, even, B2);
+                d[i][3] = _mm512_permutex2var_ps(A2, odd, B2);
+            }
+            __mmask16 keep = first_lanes((int64_t)run->len);
+            float *dst = vc + run->j;
+            for (size_t i = 0; i < 4; i++) {
+                __m512 t[4];
+                for (size_t j = 0; j < 4; j++) {
+                    __m512 t0 = i == 0   ? _mm512_sub_ps(d[0][j], d[2][j])
+                                : i == 1 ? _mm512_add_ps(d[1][j], d[2][j])
+                                : i == 2 ? _mm512_sub_ps(d[2][j], d[1][j])
+                                         : _mm512_sub_ps(d[1][j], d[3][j]);
+                    t[j] = t0;
+                }
+                _mm512_mask_storeu_ps(dst + (i * 4 + 0) * ps, keep, _mm512_sub_ps(t[0], t[2]));
+                _mm512_mask_storeu_ps(dst + (i * 4 + 1) * ps, keep, _mm512_add_ps(t[1], t[2]));
+                _mm512_mask_storeu_ps(dst + (i * 4 + 2) * ps, keep, _mm512_sub_ps(t[2], t[1]));
+                _mm512_mask_storeu_ps(dst + (i * 4 + 3) * ps, keep, _mm512_sub_ps(t[1], t[3]));
+            }
+        }
+    }
+}
+
+static void output_block(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
+                         size_t m0, size_t mr, const float *bias, const float *res, float *y) {
+    tile_run runs[KANN_WINO_BLOCK];
+    size_t n_runs = block_runs(a, q0, n, runs), hw = (size_t)a->h_out * a->w_out;
+    size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;
+    const kann_act *act = &a->act;
+    int vec_act = kann_act_vectorizes(act);
+    __m512 lo = _mm512_set1_ps(kann_act_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
+    const __m512i inter_lo =
+        _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i inter_hi =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    for (size_t r = 0; r < mr; r++) {
+        __m512 bv = _mm512_set1_ps(bias ? bias[m0 + r] : 0.0f);
+        const float *rr = res ? res + (m0 + r) * hw : NULL;
+        float *yr = y + (m0 + r) * hw;
+        for (size_t k = 0; k < n_runs; k++) {
+            const tile_run *run = &runs[k];
+            __mmask16 keep = first_lanes((int64_t)run->len);
+            const float *src = mb + r * KANN_WINO_BLOCK + run->j;
+            __m512 m[16];
+            for (size_t p = 0; p < 16; p++)
+                m[p] = _mm512_maskz_loadu_ps(keep, src + p * ms);
+            size_t col0 = 2 * run->tw0;
+            int64_t cnt = (int64_t)w_out - (int64_t)col0;
+            if (cnt > (int64_t)(2 * run->len)) cnt = (int64_t)(2 * run->len);
+            __mmask16 k0 = first_lanes(cnt), k1 = first_lanes(cnt - 16);
+            for (size_t i = 0; i < 2; i++) {
+                size_t oh = 2 * run->th + i;
+                if (oh >= a->h_out) break;
+                __m512 s[4];
+                for (size_t j = 0; j < 4; j++)
+                    s[j] = i == 0 ? _mm512_add_ps(_mm512_add_ps(m[j], m[4 + j]), m[8 + j])
+                                  : _mm512_sub_ps(_mm512_sub_ps(m[4 + j], m[8 + j]), m[12 + j]);
+                __m512 o0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(s[0], s[1]), s[2]), bv);
+                __m512 o1 = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(s[1], s[2]), s[3]), bv);
+                __m512 v0 = _mm512_permutex2var_ps(o0, inter_lo, o1);
+                __m512 v1 = _mm512_permutex2var_ps(o0, inter_hi, o1);
+                size_t at = oh * w_out + col0;
+                if (rr) {
+                    v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, rr + at));
+                    v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, rr + at + 16));
+                }
+                if (vec_act) {
+                    v0 = kann_act512(v0, act, lo, hi);
+                    v1 = kann_act512(v1, act, lo, hi);
+                }
+                _mm512_mask_storeu_ps(yr + at, k0, v0);
+                _mm512_mask_storeu_ps(yr + at + 16, k1, v1);
+                if (!vec_act)
+                    for (int64_t j = 0; j < cnt; j++)
+                        yr[at + (size_t)j] = kann_act_apply(act, yr[at + (size_t)j]);
+            }
+        }
+    }
+}
+
+void kann_f32_conv2d_winograd_avx512(const void *args, const kann_exec *ex) {
+    kann_conv2d_winograd_drive(args, ex, input_block, gemm_12x32, output_block);
+}

@@ -1,0 +1,314 @@
+/* conv2d_winograd (Winograd F(2x2, 3x3)): every CPU variant this machine runs against a direct
+ * 3x3 conv on random shapes (odd sizes, ragged channel panels, inputs wider than the windows),
+ * every activation, bias and residual, split into complementary tiles on either axis; the
+ * validator on good and bad arguments, and on random argument bytes (whatever it accepts runs
+ * inside an arena of exactly the bounds it was given). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kann_kernels.h"
+#include "ref/act.h"
+#ifdef KANN_HAVE_X86
+#include "kann_x86.h"
+#endif
+
+static uint64_t rng_state = 1;
+
+static uint64_t rng_next(void) { /* splitmix64 */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static uint32_t rng_range(uint32_t lo, uint32_t hi) {
+    return lo + (uint32_t)(rng_next() % ((uint64_t)hi - lo + 1));
+}
+
+static float rng_float(void) {
+    return (float)((rng_next() >> 40) * (1.0 / (1u << 24))) * 2.0f - 1.0f;
+}
+
+typedef struct variant {
+    const char *isa;
+    kann_kernel_fn fn;
+} variant;
+
+static int variants_of(int id, variant *out) {
+    int n = 0;
+    out[n++] = (variant){"generic", kann_kernels[id].ref};
+#ifdef KANN_HAVE_X86
+#define KANN_X86_VARIANT(ENUM, avx2, avx512)                                                       \
+    if (id == KANN_KERNEL_##ENUM) {                                                                \
+        if (kann_x86_supports(KANN_X86_AVX2)) out[n++] = (variant){"avx2", avx2};                  \
+        if (kann_x86_supports(KANN_X86_AVX512)) out[n++] = (variant){"avx512", avx512};            \
+    }
+#include "variants.def"
+#undef KANN_X86_VARIANT
+#endif
+    return n;
+}
+
+/* One arena of floats; the constants alias it. */
+static float *arena;
+static size_t arena_used;
+
+static kann_ref alloc_floats(size_t n) {
+    kann_ref r = {KANN_SPACE_ARENA, 0, arena_used * sizeof(float)};
+    arena_used += (n + 15) / 16 * 16;
+    return r;
+}
+
+static float *at(kann_ref r) {
+    return arena + r.offset / sizeof(float);
+}
+
+/* U = G g G^T of each 3x3 kernel, in the panel layout of kann_conv2d_winograd_args. */
+static void transform_weights(const float *w, uint32_t c_out, uint32_t c_in, float *u) {
+    static const float G[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+    size_t panels = (c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    memset(u, 0, 16 * panels * c_in * KANN_CONV_PANEL * sizeof(float));
+    for (size_t m = 0; m < c_out; m++)
+        for (size_t c = 0; c < c_in; c++) {
+            const float *g = w + (m * c_in + c) * 9;
+            for (size_t i = 0; i < 4; i++)
+                for (size_t j = 0; j < 4; j++) {
+                    float s = 0.0f;
+                    for (size_t a = 0; a < 3; a++)
+                        for (size_t b = 0; b < 3; b++)
+                            s += G[i][a] * g[a * 3 + b] * G[j][b];
+                    size_t p = i * 4 + j;
+                    u[((p * panels + m / KANN_CONV_PANEL) * c_in + c) * KANN_CONV_PANEL +
+                      m % KANN_CONV_PANEL] = s;
+                }
+        }
+}
+
+static kann_act random_act(void) {
+    kann_act a = {rng_range(0, KANN_ACT_COUNT - 1), 0.5f + 0.5f * rng_float() + 0.5f, 0.0f, 0};
+    if (a.kind == KANN_ACT_CLIP) {
+        a.alpha = -0.5f;
+        a.beta = 0.7f;
+    } else if (a.kind == KANN_ACT_HARD_SIGMOID || a.kind == KANN_ACT_SELU) {
+        a.beta = 0.6f;
+    }
+    return a;
+}
+
+/* Direct 3x3 conv in double: y and the sum of the absolute terms (the error scale). */
+static void direct(const kann_conv2d_winograd_args *a, const float *w, const float *x,
+                   const float *bias, const float *res, float *y, double *scale) {
+    size_t hw = (size_t)a->h_out * a->w_out;
+    for (size_t m = 0; m < a->c_out; m++)
+        for (size_t oh = 0; oh < a->h_out; oh++)
+            for (size_t ow = 0; ow < a->w_out; ow++) {
+                double s = bias ? bias[m] : 0.0, mag = fabs(s);
+                for (size_t c = 0; c < a->c_in; c++)
+                    for (size_t kh = 0; kh < 3; kh++)
+                        for (size_t kw = 0; kw < 3; kw++) {
+                            double t = (double)w[((m * a->c_in + c) * 3 + kh) * 3 + kw] *
+                                       x[(c * a->h_in + oh + kh) * a->w_in + ow + kw];
+                            s += t;
+                            mag += fabs(t);
+                        }
+                size_t i = m * hw + oh * a->w_out + ow;
+                if (res) {
+                    s += res[i];
+                    mag += fabs(res[i]);
+                }
+                y[i] = kann_act_apply(&a->act, (float)s);
+                scale[i] = mag;
+            }
+}
+
+static void run_case(int with_bias, int with_res) {
+    kann_conv2d_winograd_args a;
+    memset(&a, 0, sizeof a);
+    a.c_in = rng_range(1, 40);
+    a.c_out = rng_range(1, 30);
+    a.h_out = rng_range(1, 13);
+    a.w_out = rng_range(1, 19);
+    a.h_in = a.h_out + 2 + rng_range(0, 2);
+    a.w_in = a.w_out + 2 + rng_range(0, 2);
+    a.act = random_act();
+    size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    size_t hw = (size_t)a.h_out * a.w_out, T = (size_t)(a.h_out + 1) / 2 * ((a.w_out + 1) / 2);
+    size_t T_round =
+        (T + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE * KANN_CONV_PIXEL_GRANULE;
+    size_t n_x = (size_t)a.c_in * a.h_in * a.w_in, n_w = (size_t)a.c_out * a.c_in * 9;
+    size_t n_u = 16 * panels * a.c_in * KANN_CONV_PANEL, n_y = a.c_out * hw;
+    size_t n_s = 16 * a.c_in * T_round;
+    size_t cap = n_x + n_w + n_u + a.c_out + 3 * n_y + n_s + 16 * 8;
+    arena = aligned_alloc(64, (cap * sizeof(float) + 63) / 64 * 64);
+    assert_non_null(arena);
+    arena_used = 0;
+    a.x = alloc_floats(n_x);
+    kann_ref w = alloc_floats(n_w);
+    a.u = alloc_floats(n_u);
+    a.bias = with_bias ? alloc_floats(a.c_out) : (kann_ref){0};
+    a.residual = with_res ? alloc_floats(n_y) : (kann_ref){0};
+    a.y = alloc_floats(n_y);
+    kann_ref want = alloc_floats(n_y);
+    a.scratch = alloc_floats(n_s);
+    float *base = arena;
+    for (size_t i = 0; i < arena_used; i++)
+        base[i] = rng_float();
+    transform_weights(at(w), a.c_out, a.c_in, at(a.u));
+    double *scale = malloc(n_y * sizeof(double));
+    assert_non_null(scale);
+    direct(&a, at(w), at(a.x), with_bias ? at(a.bias) : NULL, with_res ? at(a.residual) : NULL,
+           at(want), scale);
+    kann_bounds bd = {arena_used * sizeof(float), arena_used * sizeof(float)};
+    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena};
+    variant vs[4];
+    int nv = variants_of(KANN_KERNEL_F32_CONV2D_WINOGRAD, vs);
+    for (int v = 0; v < nv; v++) {
+        /* the whole record, or two complementary tiles on a random axis */
+        uint32_t axis = rng_range(0, 1), ext = axis == 0 ? a.c_out : (uint32_t)T;
+        uint32_t align = axis == 0 ? KANN_CONV_PANEL : KANN_CONV_PIXEL_GRANULE;
+        uint32_t cut = rng_range(0, (ext + align - 1) / align) * align;
+        if (cut > ext) cut = ext;
+        kann_tile tiles[2] = {{axis, 0, cut, 0}, {axis, cut, ext, 0}};
+        for (size_t i = 0; i < n_y; i++)
+            at(a.y)[i] = NAN;
+        for (int t = 0; t < 2; t++) {
+            kann_conv2d_winograd_args part = a;
+            part.tile = tiles[t];
+            kann_error err;
+            if (kann_conv2d_winograd_validate(&part, &bd, &err) != KANN_OK)
+                fail_msg("validate: %s", err.message);
+            vs[v].fn(&part, &ex);
+        }
+        for (size_t i = 0; i < n_y; i++) {
+            float got = at(a.y)[i], ref = at(want)[i];
+            double tol = 1e-5 * (scale[i] + 1.0);
+            if (a.act.kind != KANN_ACT_NONE && a.act.kind != KANN_ACT_RELU) tol *= 4.0;
+            if (!(fabs((double)got - ref) <= tol))
+                fail_msg("%s: c_in %u c_out %u %ux%u (in %ux%u) act %u: element %zu is %g, the "
+                         "direct conv says %g",
+                         vs[v].isa, a.c_in, a.c_out, a.h_out, a.w_out, a.h_in, a.w_in, a.act.kind,
+                         i, (double)got, (double)ref);
+        }
+    }
+    free(scale);
+    free(arena);
+    arena = NULL;
+}
+
+static void test_against_direct(void **state) {
+    (void)state;
+    rng_state = 7;
+    for (int i = 0; i < 120; i++)
+        run_case(i % 2, i % 3 == 0);
+}
+
+/* A legal record over a tight arena: x, u, bias, residual, y, scratch in a row. */
+static kann_conv2d_winograd_args legal(kann_bounds *bd) {
+    kann_conv2d_winograd_args a;
+    memset(&a, 0, sizeof a);
+    a.c_in = 5;
+    a.c_out = 14;
+    a.h_out = 5;
+    a.w_out = 7;
+    a.h_in = 7;
+    a.w_in = 9;
+    uint64_t off = 0;
+    a.x = (kann_ref){KANN_SPACE_ARENA, 0, off};
+    off += 5 * 7 * 9 * 4;
+    a.u = (kann_ref){KANN_SPACE_CONST, 0, 0};
+    a.bias = (kann_ref){KANN_SPACE_ARENA, 0, off};
+    off += 14 * 4;
+    a.residual = (kann_ref){KANN_SPACE_ARENA, 0, off};
+    off += 14 * 35 * 4;
+    a.y = (kann_ref){KANN_SPACE_ARENA, 0, off};
+    off += 14 * 35 * 4;
+    a.scratch = (kann_ref){KANN_SPACE_ARENA, 0, off};
+    off += 32 * 16 * 5 * 4;
+    a.tile = (kann_tile){1, 0, 12, 0};
+    *bd = (kann_bounds){off, 16 * 2 * 5 * 12 * 4};
+    return a;
+}
+
+static void test_validator(void **state) {
+    (void)state;
+    kann_bounds bd;
+    kann_error err;
+    kann_conv2d_winograd_args a = legal(&bd), bad;
+    assert_int_equal(kann_conv2d_winograd_validate(&a, &bd, &err), KANN_OK);
+    bad = a;
+    bad.reserved[1] = 1;
+    assert_int_equal(kann_conv2d_winograd_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.h_in = 6; /* windows reach row 6 */
+    assert_int_equal(kann_conv2d_winograd_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.tile = (kann_tile){0, 6, 14, 0}; /* not a panel start */
+    assert_int_equal(kann_conv2d_winograd_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.tile = (kann_tile){1, 0, 13, 0}; /* 12 tiles */
+    assert_int_equal(kann_conv2d_winograd_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.scratch.space = KANN_SPACE_NONE;
+    assert_int_equal(kann_conv2d_winograd_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    kann_bounds small = bd;
+    small.arena_size -= 4; /* the scratch's last float */
+    assert_int_equal(kann_conv2d_winograd_validate(&a, &small, &err), KANN_E_CORRUPT);
+    small = bd;
+    small.const_size -= 4; /* u's last float */
+    assert_int_equal(kann_conv2d_winograd_validate(&a, &small, &err), KANN_E_CORRUPT);
+}
+
+/* Random argument bytes near a legal record: whatever the validator accepts runs inside
+ * buffers of exactly the bounds (a sanitizer build catches any access past them). */
+static void test_validator_random(void **state) {
+    (void)state;
+    rng_state = 99;
+    kann_bounds bd;
+    kann_conv2d_winograd_args good = legal(&bd);
+    int accepted = 0;
+    for (int i = 0; i < 3000; i++) {
+        kann_conv2d_winograd_args a = good;
+        uint32_t *words = (uint32_t *)&a;
+        size_t n_words = sizeof a / 4;
+        for (uint32_t f = rng_range(1, 3); f > 0; f--) {
+            uint32_t v = rng_next() % 4 == 0 ? (uint32_t)rng_next() : rng_range(0, 80);
+            words[rng_range(0, (uint32_t)n_words - 1)] = v;
+        }
+        kann_bounds b = {rng_range(0, 1) ? bd.arena_size : rng_range(0, 8192) * 4,
+                         rng_range(0, 1) ? bd.const_size : rng_range(0, 8192) * 4};
+        kann_error err;
+        if (kann_conv2d_winograd_validate(&a, &b, &err) != KANN_OK) continue;
+        accepted++;
+        uint8_t *ar = malloc(b.arena_size ? b.arena_size : 1);
+        uint8_t *cs = malloc(b.const_size ? b.const_size : 1);
+        assert_non_null(ar);
+        assert_non_null(cs);
+        memset(ar, 0, b.arena_size);
+        memset(cs, 0, b.const_size);
+        kann_exec ex = {ar, cs};
+        variant vs[4];
+        int nv = variants_of(KANN_KERNEL_F32_CONV2D_WINOGRAD, vs);
+        for (int v = 0; v < nv; v++)
+            vs[v].fn(&a, &ex);
+        free(ar);
+        free(cs);
+    }
+    assert_true(accepted > 10);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_against_direct),
+        cmocka_unit_test(test_validator),
+        cmocka_unit_test(test_validator_random),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
