@@ -330,8 +330,10 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
     case KANN_KERNEL_F32_CONV2D_WINOGRAD: {
         const kann_conv2d_winograd_args *a = args;
         size_t tiles = ((size_t)a->h_out + 1) / 2 * (((size_t)a->w_out + 1) / 2);
+        /* One work-item per output tile and block of 12 output channels (a weight panel). */
+        size_t channels = t->axis == 0 ? tile_len : a->c_out;
         program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_conv2d_winograd",
-                       t->axis == 0 ? tiles : tile_len, t->axis == 0 ? tile_len : a->c_out, 1);
+                       t->axis == 0 ? tiles : tile_len, (channels + 11) / 12, 1);
         return KANN_OK;
     }
     case KANN_KERNEL_F32_CONV_TRANSPOSE:
