@@ -2,6 +2,7 @@
  * record, and runs that enqueue every record with phase barriers as event dependencies. */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ struct kann_opencl {
     char name[512];
     cl_device_type type;
     cl_device_id root; /* the selected device, or the part of it this executor runs on */
-    cl_device_id parts[MAX_QUEUES]; /* sub-devices created here (released at free) */
+    cl_device_id parts[MAX_QUEUES]; /* sub-devices from the partition cache (never released) */
     uint32_t n_parts_created;
     cl_device_id instance_parts[MAX_QUEUES];
     uint32_t n_instance_parts;
@@ -164,8 +165,9 @@ static kann_status select_device(const char *selector, device_entry *out, kann_e
                           selector);
 }
 
-/* Splits dev equally into up to want parts; returns how many (0: it cannot be split). */
-static uint32_t split_device(cl_device_id dev, uint32_t want, cl_device_id *parts) {
+/* Creates an equal partition of dev into up to want parts; returns how many (0: it cannot be
+ * split). */
+static uint32_t create_partition(cl_device_id dev, uint32_t want, cl_device_id *parts) {
     if (want < 2) return 0;
     cl_device_partition_property props[8];
     size_t size = 0;
@@ -192,6 +194,42 @@ static uint32_t split_device(cl_device_id dev, uint32_t want, cl_device_id *part
         clReleaseDevice(all[i]);
     memcpy(parts, all, want * sizeof *parts);
     return want;
+}
+
+/* Sub-devices live as long as the process and are shared by every executor that asks for the
+ * same split of the same device. Releasing them with the executor is not safe: after clFinish
+ * returns, an implementation's worker thread may still be dropping its reference to the last
+ * event, and PoCL reads the event's queue's device there without holding a reference to it. */
+#define MAX_PARTITIONS 32
+
+static struct {
+    cl_device_id parent;
+    uint32_t want, n;
+    cl_device_id parts[MAX_QUEUES];
+} partitions[MAX_PARTITIONS];
+static uint32_t n_partitions;
+static pthread_mutex_t partitions_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Splits dev equally into up to want parts; returns how many (0: it cannot be split). */
+static uint32_t split_device(cl_device_id dev, uint32_t want, cl_device_id *parts) {
+    if (want < 2) return 0;
+    uint32_t n = 0;
+    pthread_mutex_lock(&partitions_lock);
+    uint32_t i = 0;
+    while (i < n_partitions && !(partitions[i].parent == dev && partitions[i].want == want))
+        i++;
+    if (i == n_partitions && n_partitions < MAX_PARTITIONS) {
+        partitions[i].parent = dev;
+        partitions[i].want = want;
+        partitions[i].n = create_partition(dev, want, partitions[i].parts);
+        n_partitions++;
+    }
+    if (i < n_partitions) {
+        n = partitions[i].n;
+        memcpy(parts, partitions[i].parts, n * sizeof *parts);
+    }
+    pthread_mutex_unlock(&partitions_lock);
+    return n;
 }
 
 /* ---- setup -------------------------------------------------------------------------------- */
@@ -453,10 +491,6 @@ void kann_opencl_free(kann_opencl *x) {
     for (uint32_t q = 0; q < x->n_queues; q++)
         if (x->queues[q]) clReleaseCommandQueue(x->queues[q]);
     if (x->context) clReleaseContext(x->context);
-    for (uint32_t i = 0; i < x->n_parts_created; i++)
-        clReleaseDevice(x->parts[i]);
-    for (uint32_t i = 0; i < x->n_instance_parts; i++)
-        clReleaseDevice(x->instance_parts[i]);
     free(x->ops);
     free(x->phase_first);
     free(x->programs);
