@@ -637,27 +637,23 @@ static void key(printer *pr, int *n, const char *name) {
     (*n)++;
 }
 
-static const Onnx__ValueInfoProto *find_value_info(const Onnx__FunctionProto *f, const char *name,
-                                                   unsigned char *used) {
-    for (size_t i = 0; i < f->n_value_info; i++)
-        if (!used[i] && f->value_info[i]->name && !strcmp(f->value_info[i]->name, name)) {
-            used[i] = 1;
-            return f->value_info[i];
-        }
-    return NULL;
-}
-
+/* Prints a function's input or output ids. The parser appends the types written there to
+ * value_info in order (typed inputs, then typed outputs, then the "<...>" list), so an id is
+ * printed with a type exactly when the next value_info entry (*next) is that id with a
+ * printable type: the entries keep their order through printing and parsing again. */
 static void print_function_io(printer *pr, const Onnx__FunctionProto *f, char *const *ids, size_t n,
-                              unsigned char *used) {
+                              size_t *next) {
     fputc('(', pr->out);
     for (size_t i = 0; i < n; i++) {
         if (i) fputs(", ", pr->out);
-        const Onnx__ValueInfoProto *vi = find_value_info(f, ids[i] ? ids[i] : "", used);
-        if (vi && has_tensor_type(vi->type)) {
+        const char *id = ids[i] ? ids[i] : "";
+        const Onnx__ValueInfoProto *vi = *next < f->n_value_info ? f->value_info[*next] : NULL;
+        if (vi && vi->name && !strcmp(vi->name, id) && has_tensor_type(vi->type)) {
             print_type(pr, vi->type);
             fputc(' ', pr->out);
+            (*next)++;
         }
-        print_name(pr, ids[i] ? ids[i] : "");
+        print_name(pr, id);
     }
     fputc(')', pr->out);
 }
@@ -696,23 +692,15 @@ static void print_function(printer *pr, const Onnx__FunctionProto *f) {
         fputc('>', pr->out);
     }
     fputc(' ', pr->out);
-    unsigned char *used = calloc(f->n_value_info + 1, 1);
-    if (!used) {
-        unprintable(pr, "out of memory");
-        return;
-    }
-    print_function_io(pr, f, f->input, f->n_input, used);
+    size_t next = 0;
+    print_function_io(pr, f, f->input, f->n_input, &next);
     fputs(" => ", pr->out);
-    print_function_io(pr, f, f->output, f->n_output, used);
-    int first = 1;
-    for (size_t i = 0; i < f->n_value_info; i++) {
-        if (used[i]) continue;
-        fputs(first ? "\n<" : ", ", pr->out);
+    print_function_io(pr, f, f->output, f->n_output, &next);
+    for (size_t i = next; i < f->n_value_info; i++) {
+        fputs(i == next ? "\n<" : ", ", pr->out);
         print_value_info(pr, f->value_info[i]);
-        first = 0;
     }
-    if (!first) fputc('>', pr->out);
-    free(used);
+    if (next < f->n_value_info) fputc('>', pr->out);
     fputc('\n', pr->out);
     print_nodes(pr, f->node, f->n_node, 0);
     fputc('\n', pr->out);

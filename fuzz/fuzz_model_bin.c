@@ -27,6 +27,12 @@ static double min_d(double a, double b) {
     return a < b ? a : b;
 }
 
+/* Steps of a 2-D window's tap loops: each row inside the input (at most min(k_h, h_in)) runs
+ * its column loop (at most min(k_w, w_in) taps inside), even when that loop is empty. */
+static double taps(double k_h, double h_in, double k_w, double w_in) {
+    return min_d(k_h, h_in) * (1.0 + min_d(k_w, w_in));
+}
+
 /* Loop steps of one validated record: a generous upper bound from its extents, counting the
  * outer loops too. Taps of a window that fall outside the input are skipped, so at most
  * min(k, n_in) of them count. A kernel family this harness does not know yields infinity (the
@@ -40,10 +46,9 @@ static double record_work(uint32_t kernel, const void *args) {
         const kann_conv2d_args *a = args;
         double channels = t->axis == 0 ? tile : a->c_out, rows = t->axis == 1 ? tile : a->h_out;
         return a->n *
-               (1.0 +
-                channels * (1.0 + rows * (1.0 + a->w_out * (1.0 + (a->c_in / a->group) *
-                                                                      min_d(a->k_h, a->h_in) *
-                                                                      min_d(a->k_w, a->w_in)))));
+               (1.0 + channels * (1.0 + rows * (1.0 + a->w_out * (1.0 + (a->c_in / a->group) *
+                                                                   taps(a->k_h, a->h_in, a->k_w,
+                                                                        a->w_in)))));
     }
     case KANN_KERNEL_F32_MATMUL: {
         const kann_matmul_args *a = args;
@@ -61,7 +66,7 @@ static double record_work(uint32_t kernel, const void *args) {
     case KANN_KERNEL_F32_POOL2D: {
         const kann_pool2d_args *a = args;
         return (1.0 + a->w_out) *
-               (1.0 + tile * a->h_out * (1.0 + min_d(a->k_h, a->h_in) * min_d(a->k_w, a->w_in)));
+               (1.0 + tile * a->h_out * (1.0 + taps(a->k_h, a->h_in, a->k_w, a->w_in)));
     }
     case KANN_KERNEL_F32_GLOBAL_AVGPOOL: {
         const kann_global_avgpool_args *a = args;

@@ -1,104 +1,238 @@
-/* dwconv2d for AVX2 + FMA: 8 output pixels of one row per vector; each tap is one masked load
- * of the input row (stride 1) or a masked gather (other strides), so the padding needs no
- * branches. Bias, residual and activation at the store. */
+/* dwconv2d for AVX2 + FMA over the band layout of ref/dwconv2d.h, as the AVX-512 variant with
+ * 8-lane vectors: per channel and band of output rows, the padded input rows are copied into
+ * phase planes in the L1 cache (masked loads at the row ends), then every tap is one plain
+ * load. 3x3 windows with stride 1 or 2 along the rows take the row path (8 output rows of one
+ * vector share their loads); other windows run 8 vectors of the wide grid at once, the lanes
+ * that hold output columns packed at the store (through a spilled vector: AVX2 has no
+ * compress). Bias, residual and activation at the store. */
 #include <immintrin.h>
 
 #include "kann_x86.h"
 #include "ref/act.h"
-#include "ref/window.h"
+#include "ref/dwconv2d.h"
 #include "simd_act.h"
 
-static inline __m256i iota8(void) {
-    return _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-}
+#define LANES 8
+
+/* Output vectors (wide-grid path) or rows (row path) computed together. */
+#define DW_VECS 8
+#define DW_ROWS ((int)KANN_DW_ROW_BLOCK)
 
 /* Lanes i with lo <= i < hi, as a maskload mask. */
 static inline __m256i lanes(int64_t lo, int64_t hi) {
     if (lo < -1) lo = -1;
-    if (lo > 8) lo = 8;
+    if (lo > LANES) lo = LANES;
     if (hi < 0) hi = 0;
-    if (hi > 8) hi = 8;
-    __m256i i = iota8();
+    if (hi > LANES) hi = LANES;
+    __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_and_si256(_mm256_cmpgt_epi32(i, _mm256_set1_epi32((int)lo - 1)),
                             _mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), i));
 }
 
-static inline __m256 load_taps(const float *x_row, int64_t iw0, uint32_t stride, uint32_t w_in,
-                               uint32_t len) {
-    if (stride == 1) {
-        __m256i m = _mm256_and_si256(lanes(-iw0, (int64_t)w_in - iw0), lanes(0, len));
-        return _mm256_maskload_ps(x_row + iw0, m);
+/* The band fill's row copy (kann_dw_row_fn): masked loads, so the padding costs no branches
+ * per lane; stride 2 splits two loads into the even and odd lanes. */
+static void dw_row(float *d0, float *d1, const float *x_row, int64_t iw0, uint32_t stride,
+                   uint32_t w_in, size_t n) {
+    if (stride > 2) {
+        kann_dw_row(d0, d1, x_row, iw0, stride, w_in, n);
+        return;
     }
-    __m256i idx = _mm256_add_epi32(_mm256_mullo_epi32(iota8(), _mm256_set1_epi32((int)stride)),
-                                   _mm256_set1_epi32((int)iw0));
-    __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(-1)),
-                                  _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w_in), idx));
-    ok = _mm256_and_si256(ok, lanes(0, len));
-    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), x_row, idx, _mm256_castsi256_ps(ok), 4);
+    for (size_t j = 0; j < n; j += LANES) {
+        int64_t c0 = iw0 + (int64_t)j * stride; /* the column of lane 0 */
+        __m256i keep = lanes(0, (int64_t)(n - j));
+        __m256 v0 = _mm256_maskload_ps(x_row + c0, lanes(-c0, (int64_t)w_in - c0));
+        if (stride == 1) {
+            _mm256_maskstore_ps(d0 + j, keep, v0);
+            continue;
+        }
+        __m256 v1 = _mm256_maskload_ps(x_row + c0 + LANES,
+                                       lanes(-c0 - LANES, (int64_t)w_in - c0 - LANES));
+        /* [v0 0 2 | v1 0 2 | v0 4 6 | v1 4 6] in 64-bit pairs, then the pairs in order */
+        __m256 e = _mm256_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0));
+        __m256 o = _mm256_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1));
+        e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+        _mm256_maskstore_ps(d0 + j, keep, e);
+        if (d1) {
+            o = _mm256_castpd_ps(
+                _mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+            _mm256_maskstore_ps(d1 + j, keep, o);
+        }
+    }
 }
 
-/* The gather path forms int32 lane indices: keep every input column they can name in range,
- * or let the reference (64-bit coordinates) handle the layer. */
-static int columns_fit_i32(const kann_dwconv2d_args *a) {
-    uint64_t reach =
-        (uint64_t)a->w_out * a->stride_w + (uint64_t)a->k_w * a->dil_w + a->pad_left + a->w_in + 64;
-    return reach < ((uint64_t)1 << 30);
+/* The V vectors of wide pixels [P0, P0 + 8 V) of a band: bias plus every tap. */
+static inline __attribute__((always_inline)) void
+dw_vectors(const kann_dw_band *b, const float *buf, const float *wc, size_t P0, __m256 bias,
+           int V, __m256 *acc) {
+#pragma GCC unroll 8
+    for (int i = 0; i < V; i++)
+        acc[i] = bias;
+    const float *p = buf + P0;
+    for (size_t t = 0; t < b->n_taps; t++) {
+        __m256 wv = _mm256_set1_ps(wc[t]);
+        const float *q = p + b->taps[t];
+#pragma GCC unroll 8
+        for (int i = 0; i < V; i++)
+            acc[i] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(q + LANES * i), acc[i]);
+    }
+}
+
+/* The row path (see the AVX-512 variant): the same 8 columns of DW_ROWS output rows from band
+ * row i0, each plane row a column tap reads loaded once for every output row that reads it. */
+static inline __attribute__((always_inline)) void
+dw_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, size_t i0,
+        size_t col, __m256 bias, int S, __m256 *acc) {
+    size_t w_h = b->w_h;
+#pragma GCC unroll 8
+    for (int r = 0; r < DW_ROWS; r++)
+        acc[r] = bias;
+    for (size_t kw = 0; kw < k_w; kw++) {
+        const float *p0 = buf + b->taps[kw] + i0 * w_h + col;
+        const float *p1 = buf + b->taps[k_w + kw] + i0 * w_h + col;
+        __m256 w0 = _mm256_set1_ps(wc[kw]), w1 = _mm256_set1_ps(wc[k_w + kw]),
+               w2 = _mm256_set1_ps(wc[2 * k_w + kw]);
+        if (S == 1) {
+#pragma GCC unroll 10
+            for (int j = 0; j < DW_ROWS + 2; j++) {
+                __m256 v = _mm256_loadu_ps(p0 + j * w_h);
+                if (j < DW_ROWS) acc[j] = _mm256_fmadd_ps(w0, v, acc[j]);
+                if (j >= 1 && j <= DW_ROWS) acc[j - 1] = _mm256_fmadd_ps(w1, v, acc[j - 1]);
+                if (j >= 2) acc[j - 2] = _mm256_fmadd_ps(w2, v, acc[j - 2]);
+            }
+        } else {
+#pragma GCC unroll 9
+            for (int j = 0; j < DW_ROWS + 1; j++) {
+                __m256 v = _mm256_loadu_ps(p0 + j * w_h);
+                if (j < DW_ROWS) acc[j] = _mm256_fmadd_ps(w0, v, acc[j]);
+                if (j >= 1) acc[j - 1] = _mm256_fmadd_ps(w2, v, acc[j - 1]);
+            }
+#pragma GCC unroll 8
+            for (int j = 0; j < DW_ROWS; j++)
+                acc[j] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(p1 + j * w_h), acc[j]);
+        }
+    }
+}
+
+/* What the band loops share: the output epilogue and the channel's bias. */
+typedef struct dw_out {
+    const kann_act *act;
+    int vec_act;
+    __m256 lo, hi, bias;
+} dw_out;
+
+/* One vector's store: the lanes of bit mask m (output pixels, in order) to y[0...], with the
+ * residual res[0...]. A full vector goes as it is; any other through a spilled vector. */
+static inline void dw_store(__m256 v, uint32_t m, float *y, const float *res, const dw_out *o) {
+    if (m == 0xff) {
+        if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res));
+        if (o->vec_act) v = kann_act256(v, o->act, o->lo, o->hi);
+        _mm256_storeu_ps(y, v);
+        if (!o->vec_act)
+            for (size_t j = 0; j < LANES; j++)
+                y[j] = kann_act_apply(o->act, y[j]);
+        return;
+    }
+    float lane[LANES];
+    _mm256_storeu_ps(lane, v);
+    size_t n = 0;
+    for (size_t i = 0; i < LANES; i++) {
+        if (!(m >> i & 1u)) continue;
+        float s = lane[i] + (res ? res[n] : 0.0f);
+        y[n++] = kann_act_apply(o->act, s);
+    }
+}
+
+/* One band on the wide grid: vectors across row ends, DW_VECS at a time (any window). */
+static void band_flat(const kann_dw_band *b, const float *buf, const float *wc, size_t n_px,
+                      const uint32_t *masks, const uint32_t *at, float *yb, const float *rb,
+                      const dw_out *o) {
+    size_t nv = (n_px + LANES - 1) / LANES;
+    for (size_t v0 = 0; v0 < nv;) {
+        __m256 acc[DW_VECS];
+        size_t V = nv - v0 >= 8 ? 8 : nv - v0 >= 4 ? 4 : nv - v0 >= 2 ? 2 : 1;
+        /* constant V per call, so the accumulators stay in registers */
+        if (V == 8)
+            dw_vectors(b, buf, wc, v0 * LANES, o->bias, 8, acc);
+        else if (V == 4)
+            dw_vectors(b, buf, wc, v0 * LANES, o->bias, 4, acc);
+        else if (V == 2)
+            dw_vectors(b, buf, wc, v0 * LANES, o->bias, 2, acc);
+        else
+            dw_vectors(b, buf, wc, v0 * LANES, o->bias, 1, acc);
+        for (size_t i = 0; i < V; i++, v0++) {
+            uint32_t m = masks[v0];
+            size_t left = n_px - v0 * LANES; /* the last band may be shorter */
+            if (left < LANES) m &= (1u << left) - 1u;
+            dw_store(acc[i], m, yb + at[v0], rb ? rb + at[v0] : NULL, o);
+        }
+    }
+}
+
+/* One band of `rows` output rows by the row path, S the stride along the rows. */
+static inline __attribute__((always_inline)) void
+band_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, size_t w_out,
+          size_t rows, float *yb, const float *rb, const dw_out *o, int S) {
+    for (size_t i0 = 0; i0 < rows; i0 += KANN_DW_ROW_BLOCK) {
+        size_t n_rows = rows - i0 < KANN_DW_ROW_BLOCK ? rows - i0 : KANN_DW_ROW_BLOCK;
+        for (size_t col = 0; col < w_out; col += LANES) {
+            __m256 acc[DW_ROWS];
+            dw_rows(b, buf, wc, k_w, i0, col, o->bias, S, acc);
+            uint32_t m = w_out - col >= LANES ? 0xffu : (1u << (w_out - col)) - 1u;
+            for (size_t r = 0; r < n_rows; r++) {
+                size_t at = (i0 + r) * w_out + col;
+                dw_store(acc[r], m, yb + at, rb ? rb + at : NULL, o);
+            }
+        }
+    }
 }
 
 void kann_f32_dwconv2d_avx2(const void *args, const kann_exec *ex) {
     const kann_dwconv2d_args *a = args;
-    if (!columns_fit_i32(a)) {
+    kann_dw_band b;
+    if (!kann_dw_band_plan(a, &b)) {
         kann_f32_dwconv2d_ref(args, ex);
         return;
     }
-    uint32_t c_begin = 0, c_end = a->c_out, oh_begin = 0, oh_end = a->h_out;
-    if (a->tile.axis == 0) {
-        c_begin = a->tile.begin;
-        c_end = a->tile.end;
-    } else {
-        oh_begin = a->tile.begin;
-        oh_end = a->tile.end;
-    }
+    uint32_t c_begin, c_end, oh_begin, oh_end;
+    kann_dw_range(a, &c_begin, &c_end, &oh_begin, &oh_end);
+    if (c_begin >= c_end || oh_begin >= oh_end || a->w_out == 0) return;
     const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
     float *y = kann_mref(ex, a->y);
     size_t x_plane = (size_t)a->h_in * a->w_in, y_plane = (size_t)a->h_out * a->w_out;
-    size_t taps = (size_t)a->k_h * a->k_w;
-    const kann_act *act = &a->act;
-    int vec_act = kann_act_vectorizes(act);
-    __m256 lo = _mm256_set1_ps(kann_act_lo(act)), hi = _mm256_set1_ps(kann_act_hi(act));
+    /* the row path where its windows allow and rows fill most of a vector */
+    int rows_path = a->k_h == 3 && a->dil_h == 1 && a->stride_h <= 2 && a->w_out > LANES / 2 &&
+                    b.rows >= KANN_DW_ROW_BLOCK;
+    /* bands no taller than the tile (the planes keep their size); the lanes of every vector of
+     * a full band on the wide grid, the same in every band */
+    if (b.rows > oh_end - oh_begin) b.rows = oh_end - oh_begin;
+    uint32_t masks[KANN_DW_BAND_FLOATS / LANES + 1], at[KANN_DW_BAND_FLOATS / LANES + 1];
+    if (!rows_path) kann_dw_band_lanes(&b, a->w_out, b.rows, LANES, masks, at);
+    /* zeroed once: the lanes past a band's pixels (dropped) never read uninitialized bytes */
+    __attribute__((aligned(32))) float buf[KANN_DW_BAND_FLOATS];
+    kann_fill_zero(buf, KANN_DW_BAND_FLOATS);
+    dw_out o;
+    o.act = &a->act;
+    o.vec_act = kann_act_vectorizes(o.act);
+    o.lo = _mm256_set1_ps(kann_act_lo(o.act));
+    o.hi = _mm256_set1_ps(kann_act_hi(o.act));
     for (size_t n = 0; n < a->n; n++) {
         for (size_t c = c_begin; c < c_end; c++) {
-            const float *xc = x + (n * a->c_in + c) * x_plane, *wc = w + c * taps;
+            const float *xc = x + (n * a->c_in + c) * x_plane, *wc = w + c * b.n_taps;
             size_t y_base = (n * a->c_out + c) * y_plane;
-            __m256 b0 = _mm256_set1_ps(bias ? bias[c] : 0.0f);
-            for (uint32_t oh = oh_begin; oh < oh_end; oh++) {
-                int64_t ih0 = (int64_t)oh * a->stride_h - a->pad_top;
-                kann_range kh_ok = kann_window_range(ih0, a->dil_h, 0, a->h_in, a->k_h);
-                float *yr = y + y_base + (size_t)oh * a->w_out;
-                const float *rr = res ? res + y_base + (size_t)oh * a->w_out : NULL;
-                for (uint32_t ow0 = 0; ow0 < a->w_out; ow0 += 8) {
-                    uint32_t len = a->w_out - ow0 < 8 ? a->w_out - ow0 : 8;
-                    __m256 acc = b0;
-                    int64_t iw_base = (int64_t)ow0 * a->stride_w - a->pad_left;
-                    for (uint32_t kh = kh_ok.lo; kh < kh_ok.hi; kh++) {
-                        const float *xr = xc + (size_t)(ih0 + (int64_t)kh * a->dil_h) * a->w_in;
-                        const float *wk = wc + (size_t)kh * a->k_w;
-                        for (uint32_t kw = 0; kw < a->k_w; kw++) {
-                            __m256 v = load_taps(xr, iw_base + (int64_t)kw * a->dil_w, a->stride_w,
-                                                 a->w_in, len);
-                            acc = _mm256_fmadd_ps(_mm256_set1_ps(wk[kw]), v, acc);
-                        }
-                    }
-                    __m256i m = lanes(0, len);
-                    if (rr) acc = _mm256_add_ps(acc, _mm256_maskload_ps(rr + ow0, m));
-                    if (vec_act) acc = kann_act256(acc, act, lo, hi);
-                    _mm256_maskstore_ps(yr + ow0, m, acc);
-                    if (!vec_act)
-                        for (uint32_t j = 0; j < len; j++)
-                            yr[ow0 + j] = kann_act_apply(act, yr[ow0 + j]);
-                }
+            o.bias = _mm256_set1_ps(bias ? bias[c] : 0.0f);
+            for (size_t oh0 = oh_begin; oh0 < oh_end; oh0 += b.rows) {
+                size_t rows = oh_end - oh0 < b.rows ? oh_end - oh0 : b.rows;
+                kann_dw_band_fill(a, &b, xc, oh0, rows, buf, dw_row);
+                float *yb = y + y_base + oh0 * a->w_out;
+                const float *rb = res ? res + y_base + oh0 * a->w_out : NULL;
+                if (!rows_path)
+                    band_flat(&b, buf, wc, rows * b.w_h, masks, at, yb, rb, &o);
+                else if (a->stride_h == 1)
+                    band_rows(&b, buf, wc, a->k_w, a->w_out, rows, yb, rb, &o, 1);
+                else
+                    band_rows(&b, buf, wc, a->k_w, a->w_out, rows, yb, rb, &o, 2);
             }
         }
     }

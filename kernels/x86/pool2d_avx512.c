@@ -91,7 +91,8 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
             for (uint32_t v = 0; v < n_vecs; v++) {
                 /* one running max per other tap column: independent chains */
                 __m512 acc = neg_inf, acc1 = neg_inf;
-                for (uint32_t t = kh.lo; t < kh.hi; t++) {
+                /* no tap column inside x: no row to visit (the outputs are 0) */
+                for (uint32_t t = n_kw[v] ? kh.lo : kh.hi; t < kh.hi; t++) {
                     const float *xr = xp + (size_t)(ih0 + (int64_t)t * a->dil_h) * a->w_in;
                     for (uint32_t i = 0; i < n_kw[v]; i++) {
                         const float *xc = xr + first[v][i];

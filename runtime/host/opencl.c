@@ -15,7 +15,7 @@
 #define MAX_DEVICES 64
 #define MAX_QUEUES 64
 
-/* One record's launch, in enqueue order. */
+/* One launch of a record (a record may take two), in enqueue order. */
 typedef struct ocl_op {
     cl_kernel kernel;
     uint32_t record, kernel_id, queue;
@@ -292,13 +292,35 @@ static kann_status make_buffer(kann_opencl *x, cl_mem_flags flags, uint64_t size
     return KANN_OK;
 }
 
-/* Plans the ops in enqueue order: phase by phase, stream by stream. */
+/* Appends an op launching entry of program over global (the local size of l) on the record
+ * whose struct is at word at. */
+static kann_status add_op(kann_opencl *x, cl_program program, const char *entry,
+                          const size_t global[3], const kann_ocl_launch *l, cl_uint at,
+                          kann_error *err) {
+    ocl_op *op = &x->ops[x->n_ops];
+    cl_int rc;
+    op->kernel = clCreateKernel(program, entry, &rc);
+    if (!op->kernel) return kann_ocl_fail(err, rc, "clCreateKernel");
+    x->n_ops++; /* counted once it holds a kernel, so that kann_opencl_free releases it */
+    rc = clSetKernelArg(op->kernel, 0, sizeof(cl_mem), &x->args);
+    rc |= clSetKernelArg(op->kernel, 1, sizeof at, &at);
+    rc |= clSetKernelArg(op->kernel, 2, sizeof(cl_mem), &x->arena);
+    rc |= clSetKernelArg(op->kernel, 3, sizeof(cl_mem), &x->consts);
+    if (rc != CL_SUCCESS) return kann_ocl_fail(err, rc, "clSetKernelArg");
+    memcpy(op->global, global, sizeof op->global);
+    memcpy(op->local, l->local, sizeof op->local);
+    op->has_local = l->has_local;
+    return KANN_OK;
+}
+
+/* Plans the ops in enqueue order: phase by phase, stream by stream (a record of two launches
+ * makes two ops). */
 static kann_status plan_ops(kann_opencl *x, const char *cache_dir, kann_error *err) {
     const kann_model *m = x->model;
     uint32_t n_streams = kann_model_n_streams(m), n_phases = kann_model_n_phases(m);
     uint32_t n_records = kann_model_n_records(m);
     uint32_t cursor[KANN_MAX_STREAMS], end[KANN_MAX_STREAMS];
-    x->ops = calloc(n_records ? n_records : 1, sizeof *x->ops);
+    x->ops = calloc(n_records ? 2 * (size_t)n_records : 1, sizeof *x->ops);
     x->phase_first = calloc(n_phases + 1, sizeof *x->phase_first);
     if (!x->ops || !x->phase_first) return kann_host_fail(err, KANN_E_RUNTIME, "out of memory");
     for (uint32_t s = 0; s < n_streams; s++) {
@@ -326,25 +348,21 @@ static kann_status plan_ops(kann_opencl *x, const char *cache_dir, kann_error *e
                 if (l.global[0] == 0 || l.global[1] == 0 || l.global[2] == 0) continue;
                 cl_program program = NULL;
                 if ((st = get_program(x, &l, cache_dir, &program, err)) != KANN_OK) return st;
-                ocl_op *op = &x->ops[x->n_ops++];
-                cl_int rc;
-                op->kernel = clCreateKernel(program, l.entry, &rc);
-                if (!op->kernel) return kann_ocl_fail(err, rc, "clCreateKernel");
                 const char *arena_base = (const char *)kann_model_args(m, NULL);
                 cl_uint at = (cl_uint)(((const char *)args - arena_base) / 4);
-                rc = clSetKernelArg(op->kernel, 0, sizeof(cl_mem), &x->args);
-                rc |= clSetKernelArg(op->kernel, 1, sizeof at, &at);
-                rc |= clSetKernelArg(op->kernel, 2, sizeof(cl_mem), &x->arena);
-                rc |= clSetKernelArg(op->kernel, 3, sizeof(cl_mem), &x->consts);
-                if (rc != CL_SUCCESS) return kann_ocl_fail(err, rc, "clSetKernelArg");
-                op->record = r;
-                op->kernel_id = kid;
-                op->queue = q;
-                op->waits = !seen[q];
+                uint32_t first = x->n_ops;
+                if ((st = add_op(x, program, l.entry, l.global, &l, at, err)) != KANN_OK ||
+                    (l.then_entry &&
+                     (st = add_op(x, program, l.then_entry, l.then_global, &l, at, err)) !=
+                         KANN_OK))
+                    return st;
+                for (uint32_t i = first; i < x->n_ops; i++) {
+                    x->ops[i].record = r;
+                    x->ops[i].kernel_id = kid;
+                    x->ops[i].queue = q;
+                }
+                x->ops[first].waits = !seen[q];
                 seen[q] = 1;
-                memcpy(op->global, l.global, sizeof op->global);
-                memcpy(op->local, l.local, sizeof op->local);
-                op->has_local = l.has_local;
             }
         }
         /* the last op of each queue in the phase signals the next phase */

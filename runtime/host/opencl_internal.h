@@ -38,6 +38,12 @@ typedef struct kann_ocl_launch {
     size_t global[3];
     size_t local[3];
     int has_local; /* 0: the implementation picks the work-group size */
+    /* A record run as two launches (f32_conv2d_winograd on CPU devices: the input transform,
+     * then the GEMMs that read what it wrote) names the second here: the same program,
+     * arguments and local size, enqueued right after the first on the same in-order queue.
+     * NULL: one launch. */
+    const char *then_entry;
+    size_t then_global[3];
 } kann_ocl_launch;
 
 /* Fills l for a record of kernel id on a device of the given type (CL_DEVICE_TYPE_CPU gets

@@ -207,6 +207,34 @@ static void matmul_launch(const kann_matmul_args *a, kann_ocl_launch *l) {
     l->global[2] = a->batch;
 }
 
+/* f32_conv2d_winograd (winograd.cl). CPU devices: two launches of local size 1, the input
+ * transform per (block of 32 output tiles, input channel) into the record's scratch, then the
+ * GEMMs and output transform per (block, panel of 12 output channels). GPUs: one work-item per
+ * (output tile, panel). */
+static void winograd_launch(const kann_conv2d_winograd_args *a, cl_device_type type,
+                            kann_ocl_launch *l) {
+    size_t tiles = ((size_t)a->h_out + 1) / 2 * (((size_t)a->w_out + 1) / 2);
+    size_t len = (size_t)a->tile.end - a->tile.begin;
+    size_t channels = a->tile.axis == 0 ? len : a->c_out, panels = (channels + 11) / 12;
+    if (a->tile.axis == 0) len = channels ? tiles : 0;
+    if (!(type & CL_DEVICE_TYPE_CPU)) {
+        program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_conv2d_winograd", len, panels, 1);
+        return;
+    }
+    size_t blocks = (len + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE;
+    l->program = KANN_OCL_PROGRAM_SPATIAL;
+    l->has_local = 1;
+    l->local[0] = l->local[1] = l->local[2] = 1;
+    l->entry = "f32_wino_input";
+    l->global[0] = panels ? blocks : 0;
+    l->global[1] = 1;
+    l->global[2] = 1;
+    l->then_entry = "f32_wino_gemm";
+    l->then_global[0] = panels;
+    l->then_global[1] = blocks;
+    l->then_global[2] = 1;
+}
+
 kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device_type type,
                                  kann_ocl_launch *l, kann_error *err) {
     memset(l, 0, sizeof *l);
@@ -327,15 +355,9 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
         program_launch(l, KANN_OCL_PROGRAM_DATA, "f32_pad2d", a->w_out, tile_len, 1);
         return KANN_OK;
     }
-    case KANN_KERNEL_F32_CONV2D_WINOGRAD: {
-        const kann_conv2d_winograd_args *a = args;
-        size_t tiles = ((size_t)a->h_out + 1) / 2 * (((size_t)a->w_out + 1) / 2);
-        /* One work-item per output tile and block of 12 output channels (a weight panel). */
-        size_t channels = t->axis == 0 ? tile_len : a->c_out;
-        program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_conv2d_winograd",
-                       t->axis == 0 ? tiles : tile_len, (channels + 11) / 12, 1);
+    case KANN_KERNEL_F32_CONV2D_WINOGRAD:
+        winograd_launch(args, type, l);
         return KANN_OK;
-    }
     case KANN_KERNEL_F32_CONV_TRANSPOSE:
     case KANN_KERNEL_F32_CONV_ND: {
         const kann_conv_transpose_args *a = args;

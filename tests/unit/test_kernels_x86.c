@@ -469,66 +469,114 @@ static void test_pad2d_validate(void **state) {
 
 /* ---- dwconv2d ------------------------------------------------------------------------------ */
 
+typedef struct dw_case {
+    uint32_t n, c, h_in, w_in, k_h, k_w, s_h, s_w, d_h, d_w, p_top, p_left;
+} dw_case;
+
+/* One depthwise conv (output size as for equal padding on both sides) against the reference:
+ * every variant, run as two complementary tiles along channels or rows, cut at random. */
+static void check_dwconv(const dw_case *k) {
+    uint32_t n = k->n, c = k->c;
+    uint32_t h_out = (k->h_in + 2 * k->p_top - k->d_h * (k->k_h - 1) - 1) / k->s_h + 1;
+    uint32_t w_out = (k->w_in + 2 * k->p_left - k->d_w * (k->k_w - 1) - 1) / k->s_w + 1;
+    size_t out = (size_t)n * c * h_out * w_out, taps = (size_t)k->k_h * k->k_w;
+    arena_reset((size_t)n * c * k->h_in * k->w_in + c * taps + c + 4 * out + 256);
+    kann_dwconv2d_args a = {0};
+    a.n = n;
+    a.c_in = a.c_out = a.group = c;
+    a.h_in = k->h_in;
+    a.w_in = k->w_in;
+    a.h_out = h_out;
+    a.w_out = w_out;
+    a.k_h = k->k_h;
+    a.k_w = k->k_w;
+    a.stride_h = k->s_h;
+    a.stride_w = k->s_w;
+    a.dil_h = k->d_h;
+    a.dil_w = k->d_w;
+    a.pad_top = k->p_top;
+    a.pad_left = k->p_left;
+    a.act = random_act();
+    a.x = alloc_ref((size_t)n * c * k->h_in * k->w_in, 1);
+    a.w = alloc_ref(c * taps, 1);
+    kann_ref none = {0, 0, 0};
+    a.bias = rng_range(0, 1) ? alloc_ref(c, 1) : none;
+    a.residual = rng_range(0, 1) ? alloc_ref(out, 1) : none;
+    kann_ref want = alloc_ref(out, 0);
+    a.y = want;
+    a.tile = (kann_tile){0, 0, c, 0};
+    kann_exec ex = exec_ctx();
+    kann_bounds bd = bounds_all();
+    kann_error err;
+    assert_int_equal(kann_dwconv2d_validate(&a, &bd, &err), KANN_OK);
+    kann_f32_conv2d_ref(&a, &ex);
+    a.y = alloc_ref(out, 0);
+    variant vs[4];
+    int nv = variants_of(KANN_KERNEL_F32_DWCONV2D, vs);
+    for (int v = 0; v < nv; v++) {
+        for (size_t j = 0; j < out; j++)
+            at(a.y)[j] = NAN;
+        uint32_t axis = rng_range(0, 1), extent = axis ? h_out : c;
+        uint32_t cut = rng_range(0, extent);
+        kann_dwconv2d_args t0 = a, t1 = a;
+        t0.tile = (kann_tile){axis, 0, cut, 0};
+        t1.tile = (kann_tile){axis, cut, extent, 0};
+        vs[v].fn(&t0, &ex);
+        vs[v].fn(&t1, &ex);
+        char what[160];
+        snprintf(what, sizeof what, "dwconv n %u c %u %ux%u k %ux%u s %ux%u d %ux%u p %u,%u", n, c,
+                 k->h_in, k->w_in, k->k_h, k->k_w, k->s_h, k->s_w, k->d_h, k->d_w, k->p_top,
+                 k->p_left);
+        expect_close(at(want), at(a.y), out, what, vs[v].isa);
+    }
+    kann_dwconv2d_args bad = a;
+    bad.group = 1;
+    if (c > 1) assert_int_equal(kann_dwconv2d_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+}
+
+/* Small random shapes: every window up to 5x5, strides 1-3 (different along rows and
+ * columns), dilation, padding up to 2, rows narrower and wider than a vector. */
 static void test_dwconv2d_random(void **state) {
     (void)state;
     rng_state = 99;
-    for (int i = 0; i < 150; i++) {
-        uint32_t n = rng_range(1, 2), c = rng_range(1, 9), k_h = rng_range(1, 5),
-                 k_w = rng_range(1, 5), s = rng_range(1, 3), d = rng_range(1, 2),
-                 p = rng_range(0, 2);
-        uint32_t h_in = rng_range(d * (k_h - 1) + 1, 12), w_in = rng_range(d * (k_w - 1) + 1, 45);
-        uint32_t h_out = (h_in + 2 * p - d * (k_h - 1) - 1) / s + 1;
-        uint32_t w_out = (w_in + 2 * p - d * (k_w - 1) - 1) / s + 1;
-        size_t out = (size_t)n * c * h_out * w_out;
-        arena_reset((size_t)n * c * h_in * w_in + c * k_h * k_w + c + 4 * out + 256);
-        kann_dwconv2d_args a = {0};
-        a.n = n;
-        a.c_in = a.c_out = a.group = c;
-        a.h_in = h_in;
-        a.w_in = w_in;
-        a.h_out = h_out;
-        a.w_out = w_out;
-        a.k_h = k_h;
-        a.k_w = k_w;
-        a.stride_h = a.stride_w = s;
-        a.dil_h = a.dil_w = d;
-        a.pad_top = a.pad_left = p;
-        a.act = random_act();
-        a.x = alloc_ref((size_t)n * c * h_in * w_in, 1);
-        a.w = alloc_ref(c * k_h * k_w, 1);
-        kann_ref none = {0, 0, 0};
-        a.bias = rng_range(0, 1) ? alloc_ref(c, 1) : none;
-        a.residual = rng_range(0, 1) ? alloc_ref(out, 1) : none;
-        kann_ref want = alloc_ref(out, 0);
-        a.y = want;
-        a.tile = (kann_tile){0, 0, c, 0};
-        kann_exec ex = exec_ctx();
-        kann_bounds bd = bounds_all();
-        kann_error err;
-        assert_int_equal(kann_dwconv2d_validate(&a, &bd, &err), KANN_OK);
-        kann_f32_conv2d_ref(&a, &ex);
-        a.y = alloc_ref(out, 0);
-        variant vs[4];
-        int nv = variants_of(KANN_KERNEL_F32_DWCONV2D, vs);
-        for (int v = 0; v < nv; v++) {
-            for (size_t j = 0; j < out; j++)
-                at(a.y)[j] = NAN;
-            uint32_t axis = rng_range(0, 1), extent = axis ? h_out : c;
-            uint32_t cut = rng_range(0, extent);
-            kann_dwconv2d_args t0 = a, t1 = a;
-            t0.tile = (kann_tile){axis, 0, cut, 0};
-            t1.tile = (kann_tile){axis, cut, extent, 0};
-            vs[v].fn(&t0, &ex);
-            vs[v].fn(&t1, &ex);
-            char what[128];
-            snprintf(what, sizeof what, "dwconv n %u c %u %ux%u k %ux%u s %u d %u p %u", n, c, h_in,
-                     w_in, k_h, k_w, s, d, p);
-            expect_close(at(want), at(a.y), out, what, vs[v].isa);
-        }
-        kann_dwconv2d_args bad = a;
-        bad.group = 1;
-        if (c > 1) assert_int_equal(kann_dwconv2d_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    for (int i = 0; i < 200; i++) {
+        dw_case k;
+        k.n = rng_range(1, 2);
+        k.c = rng_range(1, 9);
+        k.k_h = rng_range(1, 5);
+        k.k_w = rng_range(1, 5);
+        k.s_h = rng_range(1, 3);
+        k.s_w = rng_range(0, 1) ? k.s_h : rng_range(1, 3);
+        k.d_h = rng_range(1, 2);
+        k.d_w = rng_range(1, 2);
+        k.p_top = rng_range(0, 2);
+        k.p_left = rng_range(0, 2);
+        k.h_in = rng_range(k.d_h * (k.k_h - 1) + 1, 20);
+        k.w_in = rng_range(k.d_w * (k.k_w - 1) + 1, 45);
+        check_dwconv(&k);
     }
+}
+
+/* Model-like shapes: maps of several bands (the SIMD variants copy a band of rows at a time),
+ * odd sizes, 3x3 stride 1 and 2 as in MobileNet (the row path) and next to them the shapes
+ * that leave it (dilation, 5x5, 3x1, rows of 8 or fewer, rows too wide for a band of 8). */
+static void test_dwconv2d_model_shapes(void **state) {
+    (void)state;
+    rng_state = 101;
+    static const dw_case cases[] = {
+        {1, 3, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1}, {1, 2, 113, 113, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 5, 57, 57, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 4, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 7, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 7, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 9, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},     {1, 3, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 3, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 2, 64, 70, 3, 3, 1, 1, 2, 2, 2, 2},
+        {1, 2, 61, 67, 5, 5, 2, 2, 1, 1, 2, 2},   {1, 2, 40, 90, 3, 1, 1, 1, 1, 1, 1, 0},
+        {1, 2, 40, 90, 1, 3, 1, 2, 1, 1, 0, 1},   {1, 2, 30, 1500, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 2, 9, 3000, 3, 3, 2, 2, 1, 1, 1, 1},  {1, 1, 6, 9000, 3, 3, 1, 1, 1, 1, 1, 1},
+        {2, 3, 33, 35, 3, 3, 2, 1, 1, 1, 1, 1},   {1, 3, 35, 33, 3, 3, 1, 2, 1, 1, 0, 1},
+        {1, 2, 50, 50, 7, 7, 3, 3, 1, 1, 3, 3},   {1, 2, 20, 20, 3, 3, 1, 1, 1, 1, 4, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_dwconv(&cases[i]);
 }
 
 /* ---- pool2d --------------------------------------------------------------------------------- */
@@ -693,6 +741,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_packed_validate),
         cmocka_unit_test(test_pad2d_validate),
         cmocka_unit_test(test_dwconv2d_random),
+        cmocka_unit_test(test_dwconv2d_model_shapes),
         cmocka_unit_test(test_pool2d_random),
         cmocka_unit_test(test_matmul_random),
         cmocka_unit_test(test_isa_names),

@@ -165,6 +165,28 @@ static inline long kt_compare(const uint8_t *want, const uint8_t *got, size_t n,
     return -1;
 }
 
+/* Enqueues one launch of a record (entry over global, l's program and local size). */
+static inline void kt_enqueue(const kann_ocl_launch *l, const char *entry, const size_t *global,
+                              cl_mem args, cl_mem arena, cl_mem consts) {
+    cl_int rc;
+    cl_kernel kern = clCreateKernel(kt_program(l), entry, &rc);
+    if (!kern) fail_msg("clCreateKernel %s: %d", entry, (int)rc);
+    cl_uint at = 0;
+    rc = clSetKernelArg(kern, 0, sizeof args, &args);
+    rc |= clSetKernelArg(kern, 1, sizeof at, &at);
+    rc |= clSetKernelArg(kern, 2, sizeof arena, &arena);
+    rc |= clSetKernelArg(kern, 3, sizeof consts, &consts);
+    assert_int_equal(rc, CL_SUCCESS);
+    rc = clEnqueueNDRangeKernel(kt_dev.queue, kern, 3, NULL, global, l->has_local ? l->local : NULL,
+                                0, NULL, NULL);
+    if (rc != CL_SUCCESS) fail_msg("enqueue %s: %d", entry, (int)rc);
+    clReleaseKernel(kern);
+}
+
+/* The kernel style kt_run plans for: CL_DEVICE_TYPE_CPU (work-items of local size 1) or
+ * CL_DEVICE_TYPE_GPU (work-groups); both run on any device. */
+static cl_device_type kt_style = CL_DEVICE_TYPE_CPU;
+
 /* Validates the record (the test must build legal arguments), runs it both ways and compares.
  * exact: compare bytes (data movement, integers); else floats within 1e-4. */
 static inline void kt_run(kt *k, uint32_t kernel, const void *args, size_t args_size, int exact) {
@@ -181,7 +203,7 @@ static inline void kt_run(kt *k, uint32_t kernel, const void *args, size_t args_
     kann_kernels[kernel].ref(args, &ex);
 
     kann_ocl_launch l;
-    if (kann_ocl_plan_launch(kernel, args, CL_DEVICE_TYPE_CPU, &l, &e) != KANN_OK)
+    if (kann_ocl_plan_launch(kernel, args, kt_style, &l, &e) != KANN_OK)
         fail_msg("plan: %s", e.message);
     memcpy(got, k->arena.data, arena_size);
     if (l.global[0] && l.global[1] && l.global[2]) {
@@ -192,21 +214,11 @@ static inline void kt_run(kt *k, uint32_t kernel, const void *args, size_t args_
         cl_mem a = kt_buffer(CL_MEM_READ_ONLY, words * 4, arg_words);
         cl_mem arena = kt_buffer(CL_MEM_READ_WRITE, arena_size, k->arena.data);
         cl_mem consts = kt_buffer(CL_MEM_READ_ONLY, const_size, k->consts.data);
-        cl_int rc;
-        cl_kernel kern = clCreateKernel(kt_program(&l), l.entry, &rc);
-        if (!kern) fail_msg("clCreateKernel %s: %d", l.entry, (int)rc);
-        cl_uint at = 0;
-        rc = clSetKernelArg(kern, 0, sizeof a, &a);
-        rc |= clSetKernelArg(kern, 1, sizeof at, &at);
-        rc |= clSetKernelArg(kern, 2, sizeof arena, &arena);
-        rc |= clSetKernelArg(kern, 3, sizeof consts, &consts);
+        kt_enqueue(&l, l.entry, l.global, a, arena, consts);
+        if (l.then_entry) kt_enqueue(&l, l.then_entry, l.then_global, a, arena, consts);
+        cl_int rc =
+            clEnqueueReadBuffer(kt_dev.queue, arena, CL_TRUE, 0, arena_size, got, 0, NULL, NULL);
         assert_int_equal(rc, CL_SUCCESS);
-        rc = clEnqueueNDRangeKernel(kt_dev.queue, kern, 3, NULL, l.global,
-                                    l.has_local ? l.local : NULL, 0, NULL, NULL);
-        if (rc != CL_SUCCESS) fail_msg("enqueue %s: %d", l.entry, (int)rc);
-        rc = clEnqueueReadBuffer(kt_dev.queue, arena, CL_TRUE, 0, arena_size, got, 0, NULL, NULL);
-        assert_int_equal(rc, CL_SUCCESS);
-        clReleaseKernel(kern);
         clReleaseMemObject(a);
         clReleaseMemObject(arena);
         clReleaseMemObject(consts);

@@ -1,6 +1,7 @@
-/* The OpenCL f32_conv2d_winograd kernel against the reference kernel on random shapes (odd
- * sizes, ragged channel panels, inputs wider than the windows), tiles on either axis, bias,
- * residual and every activation (PoCL in CI). Skipped without an OpenCL device. */
+/* The OpenCL f32_conv2d_winograd kernels, both styles, against the reference kernel on random
+ * shapes (odd sizes, ragged channel panels, inputs wider than the windows, several blocks of
+ * tiles, tile rows past one vector run), tiles on either axis, bias, residual and every
+ * activation (PoCL in CI). Skipped without an OpenCL device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,47 +30,75 @@ static kann_tile aligned_tile(kt *k, uint32_t axis, uint32_t n, uint32_t align) 
     return t;
 }
 
-static void test_conv2d_winograd(void **state) {
+/* The extents of a case: small (every edge case of a tile) or large (several blocks of 32
+ * output tiles, tile rows longer than a 16-tile vector run, several weight panels). */
+typedef struct wino_extents {
+    uint32_t c_in, c_out, h_out, w_out;
+} wino_extents;
+
+/* One random record of the given extents, run in the kernel style of kt_style. */
+static void run_case(uint64_t seed, wino_extents max) {
+    kt k;
+    kt_init(&k, seed);
+    kann_conv2d_winograd_args a;
+    memset(&a, 0, sizeof a);
+    a.c_in = kt_range(&k, 1, max.c_in);
+    a.c_out = kt_range(&k, 1, max.c_out);
+    a.h_out = kt_range(&k, 1, max.h_out);
+    a.w_out = kt_range(&k, 1, max.w_out);
+    a.h_in = a.h_out + 2 + kt_range(&k, 0, 1);
+    a.w_in = a.w_out + 2 + kt_range(&k, 0, 1);
+    a.act = random_act(&k);
+    size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    size_t hw = (size_t)a.h_out * a.w_out;
+    uint32_t T = (a.h_out + 1) / 2 * ((a.w_out + 1) / 2), g = KANN_CONV_PIXEL_GRANULE;
+    a.x = kt_input_f32(&k, (size_t)a.c_in * a.h_in * a.w_in, -2.0f, 2.0f);
+    a.u = kt_input_f32(&k, 16 * panels * a.c_in * KANN_CONV_PANEL, -1.0f, 1.0f);
+    if (kt_range(&k, 0, 1)) a.bias = kt_input_f32(&k, a.c_out, -1.0f, 1.0f);
+    if (kt_range(&k, 0, 1)) a.residual = kt_input_f32(&k, a.c_out * hw, -1.0f, 1.0f);
+    a.y = kt_output(&k, a.c_out * hw * 4, 4);
+    a.scratch = kt_output(&k, (size_t)(T + g - 1) / g * g * 16 * a.c_in * 4, 4);
+    uint32_t axis = kt_range(&k, 0, 1);
+    a.tile = axis == 0 ? aligned_tile(&k, 0, a.c_out, KANN_CONV_PANEL)
+                       : aligned_tile(&k, 1, T, KANN_CONV_PIXEL_GRANULE);
+    /* The GPU style transforms tiles on the fly and leaves the scratch alone (the CPU style
+     * writes it as the reference does): run the reference once beforehand so that the scratch
+     * already holds what it writes, then put garbage back into y. */
+    kann_exec ex = {k.arena.data, k.consts.data};
+    kann_kernels[KANN_KERNEL_F32_CONV2D_WINOGRAD].ref(&a, &ex);
+    kt_fill_f32(&k, a.y, a.c_out * hw, -9.0f, 9.0f);
+    kt_run(&k, KANN_KERNEL_F32_CONV2D_WINOGRAD, &a, sizeof a, 0);
+    kt_free(&k);
+}
+
+static void run_cases(cl_device_type style) {
+    const wino_extents small = {20, 30, 9, 11}, large = {24, 40, 13, 45};
+    kt_style = style;
+    for (uint64_t seed = 0; seed < CASES; seed++) {
+        run_case(3500 + seed, small);
+        run_case(7100 + seed, large);
+    }
+    kt_style = CL_DEVICE_TYPE_CPU;
+}
+
+/* Work-items of local size 1 (PoCL): the input transform into the scratch, then the GEMMs. */
+static void test_conv2d_winograd_cpu(void **state) {
     (void)state;
     KT_NEED_DEVICE();
-    for (uint64_t seed = 0; seed < CASES; seed++) {
-        kt k;
-        kt_init(&k, 3500 + seed);
-        kann_conv2d_winograd_args a;
-        memset(&a, 0, sizeof a);
-        a.c_in = kt_range(&k, 1, 20);
-        a.c_out = kt_range(&k, 1, 30);
-        a.h_out = kt_range(&k, 1, 9);
-        a.w_out = kt_range(&k, 1, 11);
-        a.h_in = a.h_out + 2 + kt_range(&k, 0, 1);
-        a.w_in = a.w_out + 2 + kt_range(&k, 0, 1);
-        a.act = random_act(&k);
-        size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
-        size_t hw = (size_t)a.h_out * a.w_out;
-        uint32_t T = (a.h_out + 1) / 2 * ((a.w_out + 1) / 2), g = KANN_CONV_PIXEL_GRANULE;
-        a.x = kt_input_f32(&k, (size_t)a.c_in * a.h_in * a.w_in, -2.0f, 2.0f);
-        a.u = kt_input_f32(&k, 16 * panels * a.c_in * KANN_CONV_PANEL, -1.0f, 1.0f);
-        if (kt_range(&k, 0, 1)) a.bias = kt_input_f32(&k, a.c_out, -1.0f, 1.0f);
-        if (kt_range(&k, 0, 1)) a.residual = kt_input_f32(&k, a.c_out * hw, -1.0f, 1.0f);
-        a.y = kt_output(&k, a.c_out * hw * 4, 4);
-        a.scratch = kt_output(&k, (size_t)(T + g - 1) / g * g * 16 * a.c_in * 4, 4);
-        uint32_t axis = kt_range(&k, 0, 1);
-        a.tile = axis == 0 ? aligned_tile(&k, 0, a.c_out, KANN_CONV_PANEL)
-                           : aligned_tile(&k, 1, T, KANN_CONV_PIXEL_GRANULE);
-        /* The OpenCL kernel transforms tiles on the fly and leaves the scratch alone: run the
-         * reference once beforehand so that the scratch already holds what it writes, then put
-         * garbage back into y. */
-        kann_exec ex = {k.arena.data, k.consts.data};
-        kann_kernels[KANN_KERNEL_F32_CONV2D_WINOGRAD].ref(&a, &ex);
-        kt_fill_f32(&k, a.y, a.c_out * hw, -9.0f, 9.0f);
-        kt_run(&k, KANN_KERNEL_F32_CONV2D_WINOGRAD, &a, sizeof a, 0);
-        kt_free(&k);
-    }
+    run_cases(CL_DEVICE_TYPE_CPU);
+}
+
+/* The GPU style: one work-item per output tile and weight panel. */
+static void test_conv2d_winograd_gpu(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    run_cases(CL_DEVICE_TYPE_GPU);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv2d_winograd),
+        cmocka_unit_test(test_conv2d_winograd_cpu),
+        cmocka_unit_test(test_conv2d_winograd_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
