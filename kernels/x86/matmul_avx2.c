@@ -10,6 +10,9 @@
 
 #define CHUNK 16
 #define ROWS 6
+#define ACC_ALIGN 32
+#define KANN_MATMUL_ENTRY kann_f32_matmul_avx2
+#include "matmul_driver.h"
 
 /* Lanes j < n (n may exceed 8) as a maskload mask. */
 static inline __m256i lanes(size_t n) {
@@ -69,16 +72,8 @@ static void finish_row(const kann_matmul_args *a, float *acc, size_t len, size_t
                 _mm256_store_ps(acc + j, v);
         }
         if (vector_act) return;
-    } else {
-        for (size_t j = 0; j < len; j++)
-            acc[j] = acc[j] * alpha + beta * bias_row[(j0 + j) * a->bias_col_stride];
-        if (residual)
-            for (size_t j = 0; j < len; j++)
-                acc[j] += residual[j];
     }
-    kann_act_apply_row(&a->act, acc, len);
-    for (size_t j = 0; j < len; j++)
-        y_row[j] = acc[j];
+    finish_row_scalar(a, acc, len, j0, bias_row, residual, y_row);
 }
 
 /* Rows [i, i + rows) of one batch, columns [j0, j0 + len): rows <= ROWS, len <= CHUNK. The
@@ -111,64 +106,5 @@ static inline __attribute__((always_inline)) void block(const kann_matmul_args *
     for (size_t r = 0; r < rows; r++) {
         _mm256_store_ps(acc[r], c[r][0]);
         _mm256_store_ps(acc[r] + 8, c[r][1]);
-    }
-}
-
-void kann_f32_matmul_avx2(const void *args, const kann_exec *ex) {
-    const kann_matmul_args *a = args;
-    if (a->b_col_stride != 1 || a->k == 0) {
-        kann_f32_matmul_ref(args, ex);
-        return;
-    }
-    uint32_t i_begin = 0, i_end = a->m, j_begin = 0, j_end = a->n;
-    if (a->tile.axis == 0) {
-        i_begin = a->tile.begin;
-        i_end = a->tile.end;
-    } else {
-        j_begin = a->tile.begin;
-        j_end = a->tile.end;
-    }
-    const float *am = kann_cref(ex, a->a), *bm = kann_cref(ex, a->b);
-    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
-    const float *residual =
-        a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
-    float *y = kann_mref(ex, a->y);
-    float acc[ROWS][CHUNK] __attribute__((aligned(32)));
-    for (size_t bt = 0; bt < a->batch; bt++) {
-        const float *b_batch = bm + bt * a->b_batch_stride;
-        /* Column chunks outside, so one K x 16 panel of B stays cached while every row block
-         * passes over it. */
-        for (size_t j0 = j_begin; j0 < j_end; j0 += CHUNK) {
-            size_t len = j_end - j0 < CHUNK ? j_end - j0 : CHUNK;
-            for (size_t i = i_begin; i < i_end; i += ROWS) {
-                size_t rows = i_end - i < ROWS ? i_end - i : ROWS;
-                const float *a_blk = am + bt * a->a_batch_stride + i * a->a_row_stride;
-                switch (rows) {
-                case 6:
-                    block(a, a_blk, b_batch + j0, 6, len, acc);
-                    break;
-                case 5:
-                    block(a, a_blk, b_batch + j0, 5, len, acc);
-                    break;
-                case 4:
-                    block(a, a_blk, b_batch + j0, 4, len, acc);
-                    break;
-                case 3:
-                    block(a, a_blk, b_batch + j0, 3, len, acc);
-                    break;
-                case 2:
-                    block(a, a_blk, b_batch + j0, 2, len, acc);
-                    break;
-                default:
-                    block(a, a_blk, b_batch + j0, 1, len, acc);
-                    break;
-                }
-                for (size_t r = 0; r < rows; r++) {
-                    size_t y_row = (bt * a->m + i + r) * a->n + j0;
-                    finish_row(a, acc[r], len, i + r, j0, bias, residual ? residual + y_row : NULL,
-                               y + y_row);
-                }
-            }
-        }
     }
 }
