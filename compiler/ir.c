@@ -333,6 +333,28 @@ int kc_single_consumer(const kc_graph *g, int v) {
     return found;
 }
 
+int kc_live_producer(const kc_graph *g, int x) {
+    int p = x >= 0 ? g->values[x].producer : -1;
+    if (p < 0 || g->nodes[p].dead || g->nodes[p].n_outputs < 1 || g->nodes[p].outputs[0] != x)
+        return -1;
+    return p;
+}
+
+void kc_note_fused(kc_graph *g, int ni, const char *what) {
+    kc_node *n = &g->nodes[ni];
+    n->fused = n->fused && n->fused[0] ? kc_sprintf(g, "%s, %s", n->fused, what) : what;
+}
+
+void kc_absorb_node(kc_graph *g, int p, int f, const char *what) {
+    int x = g->nodes[p].outputs[0];
+    int y = g->nodes[f].outputs[0];
+    g->nodes[p].outputs[0] = y;
+    g->values[y].producer = p;
+    g->values[x].producer = -1;
+    g->nodes[f].dead = 1;
+    kc_note_fused(g, p, what);
+}
+
 void kc_replace_uses(kc_graph *g, int from, int to) {
     for (int i = 0; i < g->n_nodes; i++) {
         kc_node *n = &g->nodes[i];

@@ -206,6 +206,13 @@ int kc_single_consumer(const kc_graph *g, int v);
 /* Replaces every use of value from by value to in live nodes and graph outputs. */
 void kc_replace_uses(kc_graph *g, int from, int to);
 int kc_count_live_nodes(const kc_graph *g);
+/* The live node producing x as its first output, or -1. */
+int kc_live_producer(const kc_graph *g, int x);
+/* Notes in node ni's summary line that `what` was folded or fused into it. */
+void kc_note_fused(kc_graph *g, int ni, const char *what);
+/* Node p takes over the first output of node f, which dies (noted as `what` fused into p); the
+ * value p wrote before is left without a producer. */
+void kc_absorb_node(kc_graph *g, int p, int f, const char *what);
 
 /* ---- checking and printing ---- */
 typedef struct kc_diag kc_diag;

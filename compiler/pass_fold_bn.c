@@ -64,22 +64,6 @@ static int new_f32_const(kc_graph *g, const char *base, int rank, const int64_t 
     return kc_add_const(g, kc_unique_name(g, base), KC_DTYPE_FLOAT, rank, dims, data);
 }
 
-static void append_fused(kc_graph *g, int ni, const char *what) {
-    kc_node *n = &g->nodes[ni];
-    n->fused = n->fused && n->fused[0] ? kc_sprintf(g, "%s, %s", n->fused, what) : what;
-}
-
-/* The producer p now writes y, the output of the folded node f; x is left unproduced. */
-static void absorb(kc_graph *g, int p, int f, const char *what) {
-    int x = g->nodes[p].outputs[0];
-    int y = g->nodes[f].outputs[0];
-    g->nodes[p].outputs[0] = y;
-    g->values[y].producer = p;
-    g->values[x].producer = -1;
-    g->nodes[f].dead = 1;
-    append_fused(g, p, what);
-}
-
 /* ---- the per-channel affine map y = x * scale[c] + shift[c] ---- */
 
 typedef struct affine {
@@ -271,7 +255,7 @@ static int fold_batchnorm(kc_graph *g, int bi, kc_diag *d, kc_stats *st) {
         st->batchnorms_standalone++;
         return 0;
     }
-    absorb(g, p, bi, "BatchNormalization");
+    kc_absorb_node(g, p, bi, "BatchNormalization");
     st->batchnorms_folded++;
     return 0;
 }
@@ -319,7 +303,7 @@ static int fold_affine(kc_graph *g, int ni, kc_stats *st) {
         else
             a.shift = per;
         fold_into_conv(g, p, &a);
-        absorb(g, p, ni, n->op == KC_OP_Mul ? "Mul" : "Add");
+        kc_absorb_node(g, p, ni, n->op == KC_OP_Mul ? "Mul" : "Add");
         st->affines_folded++;
         return 0;
     }

@@ -28,30 +28,6 @@ static int same_shape(const kc_value *a, const kc_value *b) {
     return 1;
 }
 
-static void append_fused(kc_graph *g, int ni, const char *what) {
-    kc_node *n = &g->nodes[ni];
-    n->fused = n->fused && n->fused[0] ? kc_sprintf(g, "%s, %s", n->fused, what) : what;
-}
-
-/* The producer p now writes y, the output of the fused node f; x is left unproduced. */
-static void absorb(kc_graph *g, int p, int f, const char *what) {
-    int x = g->nodes[p].outputs[0];
-    int y = g->nodes[f].outputs[0];
-    g->nodes[p].outputs[0] = y;
-    g->values[y].producer = p;
-    g->values[x].producer = -1;
-    g->nodes[f].dead = 1;
-    append_fused(g, p, what);
-}
-
-/* The live node producing x as its first output, or -1. */
-static int live_producer(const kc_graph *g, int x) {
-    int p = x >= 0 ? g->values[x].producer : -1;
-    if (p < 0 || g->nodes[p].dead || g->nodes[p].n_outputs < 1 || g->nodes[p].outputs[0] != x)
-        return -1;
-    return p;
-}
-
 /* ---- residual Add ---- */
 
 static int is_gemm_like(int op) {
@@ -69,7 +45,7 @@ static int fuse_residual(kc_graph *g, int ai, kc_stats *st) {
     if (add->n_inputs != 2 || add->n_outputs != 1) return 0;
     for (int side = 0; side < 2; side++) {
         int y = add->inputs[side], r = add->inputs[1 - side];
-        int p = live_producer(g, y);
+        int p = kc_live_producer(g, y);
         if (p < 0 || r < 0 || r == y || !is_gemm_like(g->nodes[p].op)) continue;
         const kc_node *pn = &g->nodes[p];
         if (pn->epi.act != KANN_ACT_NONE || pn->epi.residual >= 0) continue;
@@ -78,7 +54,7 @@ static int fuse_residual(kc_graph *g, int ai, kc_stats *st) {
             !same_shape(&g->values[add->outputs[0]], &g->values[y]) || !ready_before(g, r, p))
             continue;
         g->nodes[p].epi.residual = r;
-        absorb(g, p, ai, "Add");
+        kc_absorb_node(g, p, ai, "Add");
         st->residuals_fused++;
         return 1;
     }
@@ -110,13 +86,13 @@ static int fuse_activation(kc_graph *g, int ni, kc_stats *st) {
     const kc_node *n = &g->nodes[ni];
     if (n->n_inputs < 1 || n->n_outputs != 1 || n->epi.act != KANN_ACT_NONE) return 0;
     int x = n->inputs[0];
-    int p = live_producer(g, x);
+    int p = kc_live_producer(g, x);
     if (p < 0 || !is_act_producer(g->nodes[p].op) || g->nodes[p].epi.act != KANN_ACT_NONE) return 0;
     if (g->values[x].dtype != KC_DTYPE_FLOAT || !private_intermediate(g, x)) return 0;
     kc_epilogue epi = g->nodes[p].epi;
     if (!kc_activation_of(g, ni, &epi, NULL)) return 0;
     g->nodes[p].epi = epi;
-    absorb(g, p, ni, kc_ops[n->op].name);
+    kc_absorb_node(g, p, ni, kc_ops[n->op].name);
     st->activations_fused++;
     return 1;
 }
@@ -143,13 +119,13 @@ static int fuse_gated(kc_graph *g, int mi, kc_stats *st) {
     if (mul->n_inputs != 2 || mul->n_outputs != 1 || mul->epi.act != KANN_ACT_NONE) return 0;
     for (int side = 0; side < 2; side++) {
         int s = mul->inputs[side], x = mul->inputs[1 - side];
-        int a = live_producer(g, s);
+        int a = kc_live_producer(g, s);
         if (a < 0 || x < 0 || g->nodes[a].n_inputs < 1 || g->nodes[a].inputs[0] != x) continue;
         if (g->nodes[a].epi.act != KANN_ACT_NONE || !private_intermediate(g, s)) continue;
         int kind = gated_kind(g, a);
         int y = mul->outputs[0];
         if (kind == KANN_ACT_NONE || !same_shape(&g->values[y], &g->values[x])) continue;
-        int p = live_producer(g, x);
+        int p = kc_live_producer(g, x);
         int x_private = !(g->values[x].flags & KC_VALUE_OUTPUT) && kc_value_uses(g, x) == 2 &&
                         !value_is_aliased(g, x);
         g->nodes[mi].dead = 1;
@@ -161,13 +137,13 @@ static int fuse_gated(kc_graph *g, int mi, kc_stats *st) {
             g->nodes[p].outputs[0] = y;
             g->values[y].producer = p;
             g->values[x].producer = -1;
-            append_fused(g, p, kc_sprintf(g, "%s, Mul", kc_ops[g->nodes[a].op].name));
+            kc_note_fused(g, p, kc_sprintf(g, "%s, Mul", kc_ops[g->nodes[a].op].name));
         } else {
             g->nodes[a].epi.act = kind;
             g->nodes[a].outputs[0] = y;
             g->values[y].producer = a;
             g->values[s].producer = -1;
-            append_fused(g, a, "Mul");
+            kc_note_fused(g, a, "Mul");
         }
         st->activations_fused++;
         return 1;

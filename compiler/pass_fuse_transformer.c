@@ -14,13 +14,6 @@ static int private_value(const kc_graph *g, int x, int uses) {
     return 1;
 }
 
-static int live_producer(const kc_graph *g, int x) {
-    int p = x >= 0 ? g->values[x].producer : -1;
-    if (p < 0 || g->nodes[p].dead || g->nodes[p].n_outputs < 1 || g->nodes[p].outputs[0] != x)
-        return -1;
-    return p;
-}
-
 /* Whether v is a constant f32 scalar (any rank, one element) equal to want within tol. */
 static int const_scalar_near(const kc_graph *g, int v, double want, double tol) {
     if (v < 0 || !kc_is_const(g, v)) return 0;
@@ -55,7 +48,7 @@ static int fuse_linear_bias(kc_graph *g, int ai, kc_stats *st) {
     if (add->n_inputs != 2 || add->n_outputs != 1) return 0;
     for (int side = 0; side < 2; side++) {
         int y = add->inputs[side], c = add->inputs[1 - side];
-        int p = live_producer(g, y);
+        int p = kc_live_producer(g, y);
         if (p < 0 || c < 0 || g->nodes[p].op != KC_OP_MatMul || g->nodes[p].n_inputs != 2) continue;
         const kc_node *mm = &g->nodes[p];
         if (mm->epi.act != KANN_ACT_NONE || mm->epi.residual >= 0) continue;
@@ -98,7 +91,7 @@ static int fuse_scale(kc_graph *g, int si, kc_stats *st) {
     for (int side = 0; side < 2; side++) {
         int y = sn->inputs[side], c = sn->inputs[1 - side];
         if (sn->op == KC_OP_Div && side == 1) break; /* c / y is no scale of y */
-        int p = live_producer(g, y);
+        int p = kc_live_producer(g, y);
         if (p < 0 || c < 0 || g->nodes[p].op != KC_OP_MatMul || g->nodes[p].n_inputs != 2) continue;
         const kc_node *mm = &g->nodes[p];
         if (mm->epi.act != KANN_ACT_NONE || mm->epi.residual >= 0 || kc_attr_find(mm, "alpha"))
@@ -133,11 +126,11 @@ static int fuse_gelu(kc_graph *g, int ei, kc_stats *st) {
     const kc_node *erf = &g->nodes[ei];
     if (erf->n_inputs != 1 || erf->n_outputs != 1) return 0;
     int dv = erf->inputs[0], ev = erf->outputs[0];
-    int di = live_producer(g, dv);
+    int di = kc_live_producer(g, dv);
     if (di < 0 || g->nodes[di].op != KC_OP_Div || g->nodes[di].n_inputs != 2) return 0;
     int x = g->nodes[di].inputs[0];
     if (!const_scalar_near(g, g->nodes[di].inputs[1], sqrt(2.0), 1e-6)) return 0;
-    int p = live_producer(g, x);
+    int p = kc_live_producer(g, x);
     if (p < 0 || (g->nodes[p].op != KC_OP_MatMul && g->nodes[p].op != KC_OP_Gemm)) return 0;
     if (g->nodes[p].epi.act != KANN_ACT_NONE || g->values[x].dtype != KC_DTYPE_FLOAT) return 0;
     if (!private_value(g, x, 2) || !private_value(g, dv, 1) || !private_value(g, ev, 1)) return 0;
