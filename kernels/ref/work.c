@@ -1,5 +1,7 @@
 /* Multiply-adds one record does, from its argument struct and tile: what a profile divides its
- * time by. Kernels that only move or map values count none. */
+ * time by. Kernels that only move or map values count none. A Winograd conv counts the
+ * multiply-adds of the direct conv it computes (the usual "effective" figure), so its rate
+ * compares with the direct kernels' and may exceed the machine's peak. */
 #include "kann_kernels.h"
 
 /* The share [begin, end) of axis in a tile, or the whole extent for the other axes. */
@@ -19,6 +21,16 @@ double kann_record_macs(uint32_t kernel, const void *args) {
         const kann_conv2d_packed_args *a = args;
         double k = (double)a->c_in * a->k_h * a->k_w;
         return share(&a->tile, 0, a->c_out) * share(&a->tile, 1, a->h_out * a->w_out) * k;
+    }
+    case KANN_KERNEL_F32_CONV2D_WINOGRAD: {
+        const kann_conv2d_winograd_args *a = args;
+        double pixels = (double)a->h_out * a->w_out;
+        if (a->tile.axis == 1) { /* 2x2 output tiles; only the grid's edge tiles are partial */
+            double tiles = ((double)a->h_out + 1) / 2 * (((double)a->w_out + 1) / 2);
+            double end = a->tile.end < tiles ? a->tile.end : tiles;
+            pixels *= end > a->tile.begin ? (end - a->tile.begin) / tiles : 0.0;
+        }
+        return share(&a->tile, 0, a->c_out) * pixels * 9.0 * a->c_in;
     }
     case KANN_KERNEL_F32_MATMUL: {
         const kann_matmul_args *a = args;

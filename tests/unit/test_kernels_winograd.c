@@ -2,7 +2,7 @@
  * 3x3 conv on random shapes (odd sizes, ragged channel panels, inputs wider than the windows),
  * every activation, bias and residual, split into complementary tiles on either axis; the
  * validator on good and bad arguments, and on random argument bytes (whatever it accepts runs
- * inside an arena of exactly the bounds it was given). */
+ * inside an arena of exactly the bounds it was given); the multiply-adds a profile counts. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -304,11 +304,37 @@ static void test_validator_random(void **state) {
     assert_true(accepted > 10);
 }
 
+/* A profile counts the direct conv's multiply-adds, and complementary tiles on either axis add
+ * up to the whole record. */
+static void test_profile_macs(void **state) {
+    (void)state;
+    kann_conv2d_winograd_args a;
+    memset(&a, 0, sizeof a);
+    a.c_in = 5;
+    a.c_out = 30;
+    a.h_out = 7;
+    a.w_out = 9; /* 4 x 5 tiles, the last row and column of them partial */
+    a.h_in = 9;
+    a.w_in = 11;
+    a.tile = (kann_tile){0, 0, 30, 0};
+    double whole = kann_record_macs(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a);
+    assert_true(whole == 7.0 * 9 * 30 * 5 * 9);
+    a.tile = (kann_tile){0, 0, 12, 0};
+    double part = kann_record_macs(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a);
+    a.tile = (kann_tile){0, 12, 30, 0};
+    assert_true(fabs(part + kann_record_macs(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a) - whole) < 1e-6);
+    a.tile = (kann_tile){1, 0, 8, 0};
+    part = kann_record_macs(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a);
+    a.tile = (kann_tile){1, 8, 32, 0}; /* past the 20 tiles: rounded up to a granule */
+    assert_true(fabs(part + kann_record_macs(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a) - whole) < 1e-6);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_direct),
         cmocka_unit_test(test_validator),
         cmocka_unit_test(test_validator_random),
+        cmocka_unit_test(test_profile_macs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
