@@ -14,11 +14,9 @@
 #include <cmocka.h>
 
 #include "kann_kernels.h"
+#include "kernel_variants.h"
 #include "pass_graph.h"
 #include "passes.h"
-#ifdef KANN_HAVE_X86
-#include "kann_x86.h"
-#endif
 
 typedef struct fixture {
     kc_graph *g;
@@ -280,26 +278,6 @@ static uint32_t rng_range(uint32_t lo, uint32_t hi) {
     return lo + (uint32_t)(z % ((uint64_t)hi - lo + 1));
 }
 
-typedef struct variant {
-    const char *isa;
-    kann_kernel_fn fn;
-} variant;
-
-static int matmul_variants(variant *out) {
-    int n = 0;
-    out[n++] = (variant){"generic", kann_kernels[KANN_KERNEL_F32_MATMUL].ref};
-#ifdef KANN_HAVE_X86
-#define KANN_X86_VARIANT(ENUM, avx2, avx512)                                                       \
-    if (KANN_KERNEL_##ENUM == KANN_KERNEL_F32_MATMUL) {                                            \
-        if (kann_x86_supports(KANN_X86_AVX2)) out[n++] = (variant){"avx2", avx2};                  \
-        if (kann_x86_supports(KANN_X86_AVX512)) out[n++] = (variant){"avx512", avx512};            \
-    }
-#include "variants.def"
-#undef KANN_X86_VARIANT
-#endif
-    return n;
-}
-
 /* Every variant against y = gelu(x W + bias + residual) in double, with erf from libm, over
  * ragged row blocks and column chunks, values wide enough to reach erf's saturation. */
 static void matmul_bias_residual_gelu_variants(void **state) {
@@ -346,8 +324,8 @@ static void matmul_bias_residual_gelu_variants(void **state) {
         a.residual = (kann_ref){KANN_SPACE_ARENA, 0, (na + nb + n) * sizeof(float)};
         a.y = (kann_ref){KANN_SPACE_ARENA, 0, (na + nb + n + ny) * sizeof(float)};
         kann_exec ex = {(uint8_t *)mem, (const uint8_t *)mem};
-        variant vs[3];
-        int nv = matmul_variants(vs);
+        kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
+        int nv = kernel_variants(KANN_KERNEL_F32_MATMUL, vs);
         for (int v = 0; v < nv; v++) {
             for (size_t i = 0; i < ny; i++)
                 y[i] = NAN;

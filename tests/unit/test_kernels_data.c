@@ -11,22 +11,11 @@
 
 #include <cmocka.h>
 
+#include "test_rng.h"
+
 #include "kann_kernels.h"
 
 /* ---- fixed-seed random numbers ---- */
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-static uint32_t rng_range(uint32_t lo, uint32_t hi) {
-    return lo + (uint32_t)(rng_next() % ((uint64_t)hi - lo + 1));
-}
 
 /* ---- two byte spaces addressed by offset; unused bytes hold a sentinel ---- */
 

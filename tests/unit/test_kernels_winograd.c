@@ -14,48 +14,11 @@
 
 #include <cmocka.h>
 
+#include "test_rng.h"
+
 #include "kann_kernels.h"
+#include "kernel_variants.h"
 #include "ref/act.h"
-#ifdef KANN_HAVE_X86
-#include "kann_x86.h"
-#endif
-
-static uint64_t rng_state = 1;
-
-static uint64_t rng_next(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-static uint32_t rng_range(uint32_t lo, uint32_t hi) {
-    return lo + (uint32_t)(rng_next() % ((uint64_t)hi - lo + 1));
-}
-
-static float rng_float(void) {
-    return (float)((rng_next() >> 40) * (1.0 / (1u << 24))) * 2.0f - 1.0f;
-}
-
-typedef struct variant {
-    const char *isa;
-    kann_kernel_fn fn;
-} variant;
-
-static int variants_of(int id, variant *out) {
-    int n = 0;
-    out[n++] = (variant){"generic", kann_kernels[id].ref};
-#ifdef KANN_HAVE_X86
-#define KANN_X86_VARIANT(ENUM, avx2, avx512)                                                       \
-    if (id == KANN_KERNEL_##ENUM) {                                                                \
-        if (kann_x86_supports(KANN_X86_AVX2)) out[n++] = (variant){"avx2", avx2};                  \
-        if (kann_x86_supports(KANN_X86_AVX512)) out[n++] = (variant){"avx512", avx512};            \
-    }
-#include "variants.def"
-#undef KANN_X86_VARIANT
-#endif
-    return n;
-}
 
 /* One arena of floats; the constants alias it. */
 static float *arena;
@@ -93,7 +56,7 @@ static void transform_weights(const float *w, uint32_t c_out, uint32_t c_in, flo
 }
 
 static kann_act random_act(void) {
-    kann_act a = {rng_range(0, KANN_ACT_COUNT - 1), 0.5f + 0.5f * rng_float() + 0.5f, 0.0f, 0};
+    kann_act a = {rng_range(0, KANN_ACT_COUNT - 1), 0.5f + 0.5f * rng_float(-1.0f, 1.0f) + 0.5f, 0.0f, 0};
     if (a.kind == KANN_ACT_CLIP) {
         a.alpha = -0.5f;
         a.beta = 0.7f;
@@ -160,7 +123,7 @@ static void run_case(int with_bias, int with_res) {
     a.scratch = alloc_floats(n_s);
     float *base = arena;
     for (size_t i = 0; i < arena_used; i++)
-        base[i] = rng_float();
+        base[i] = rng_float(-1.0f, 1.0f);
     transform_weights(at(w), a.c_out, a.c_in, at(a.u));
     double *scale = malloc(n_y * sizeof(double));
     assert_non_null(scale);
@@ -168,8 +131,8 @@ static void run_case(int with_bias, int with_res) {
            at(want), scale);
     kann_bounds bd = {arena_used * sizeof(float), arena_used * sizeof(float)};
     kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena};
-    variant vs[4];
-    int nv = variants_of(KANN_KERNEL_F32_CONV2D_WINOGRAD, vs);
+    kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
+    int nv = kernel_variants(KANN_KERNEL_F32_CONV2D_WINOGRAD, vs);
     for (int v = 0; v < nv; v++) {
         /* the whole record, or two complementary tiles on a random axis */
         uint32_t axis = rng_range(0, 1), ext = axis == 0 ? a.c_out : (uint32_t)T;
@@ -294,8 +257,8 @@ static void test_validator_random(void **state) {
         memset(ar, 0, b.arena_size);
         memset(cs, 0, b.const_size);
         kann_exec ex = {ar, cs};
-        variant vs[4];
-        int nv = variants_of(KANN_KERNEL_F32_CONV2D_WINOGRAD, vs);
+        kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
+        int nv = kernel_variants(KANN_KERNEL_F32_CONV2D_WINOGRAD, vs);
         for (int v = 0; v < nv; v++)
             vs[v].fn(&a, &ex);
         free(ar);
@@ -330,6 +293,7 @@ static void test_profile_macs(void **state) {
 }
 
 int main(void) {
+    rng_state = 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_direct),
         cmocka_unit_test(test_validator),

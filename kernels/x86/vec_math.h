@@ -1,0 +1,144 @@
+/* One vector width's float operations under width-neutral names, so that a kernel body written
+ * once (kernels/x86/rowops.h) compiles to AVX-512 or to AVX2 + FMA. The including file defines
+ * KANN_VEC_BITS as 512 or 256 (its translation unit is compiled for that ISA). Partial vectors
+ * (n < KANN_VL lanes) load zero in the missing lanes and store only the first n. */
+#ifndef KANN_X86_VEC_MATH_H
+#define KANN_X86_VEC_MATH_H
+
+#include <stddef.h>
+
+#include <immintrin.h>
+
+#if KANN_VEC_BITS == 512
+#define KANN_VL 16
+typedef __m512 vf;
+static inline vf vf_set1(float v) {
+    return _mm512_set1_ps(v);
+}
+static inline vf vf_load(const float *p) {
+    return _mm512_loadu_ps(p);
+}
+static inline vf vf_load_n(const float *p, size_t n) {
+    return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
+}
+static inline void vf_store(float *p, vf v) {
+    _mm512_storeu_ps(p, v);
+}
+static inline void vf_store_n(float *p, vf v, size_t n) {
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), v);
+}
+static inline vf vf_add(vf a, vf b) {
+    return _mm512_add_ps(a, b);
+}
+static inline vf vf_sub(vf a, vf b) {
+    return _mm512_sub_ps(a, b);
+}
+static inline vf vf_mul(vf a, vf b) {
+    return _mm512_mul_ps(a, b);
+}
+static inline vf vf_fmadd(vf a, vf b, vf c) {
+    return _mm512_fmadd_ps(a, b, c);
+}
+/* the larger lane of a and b; b's lane where one is NaN */
+static inline vf vf_max(vf a, vf b) {
+    return _mm512_max_ps(a, b);
+}
+static inline vf vf_min(vf a, vf b) {
+    return _mm512_min_ps(a, b);
+}
+static inline vf vf_round(vf a) {
+    return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/* 2^n for integral n in [-126, 127], exactly */
+static inline vf vf_pow2i(vf n) {
+    __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+}
+static inline float vf_sum(vf a) {
+    return _mm512_reduce_add_ps(a);
+}
+static inline float vf_hmax(vf a) {
+    return _mm512_reduce_max_ps(a);
+}
+#elif KANN_VEC_BITS == 256
+#define KANN_VL 8
+typedef __m256 vf;
+static inline __m256i vf_lanes(size_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline vf vf_set1(float v) {
+    return _mm256_set1_ps(v);
+}
+static inline vf vf_load(const float *p) {
+    return _mm256_loadu_ps(p);
+}
+static inline vf vf_load_n(const float *p, size_t n) {
+    return _mm256_maskload_ps(p, vf_lanes(n));
+}
+static inline void vf_store(float *p, vf v) {
+    _mm256_storeu_ps(p, v);
+}
+static inline void vf_store_n(float *p, vf v, size_t n) {
+    _mm256_maskstore_ps(p, vf_lanes(n), v);
+}
+static inline vf vf_add(vf a, vf b) {
+    return _mm256_add_ps(a, b);
+}
+static inline vf vf_sub(vf a, vf b) {
+    return _mm256_sub_ps(a, b);
+}
+static inline vf vf_mul(vf a, vf b) {
+    return _mm256_mul_ps(a, b);
+}
+static inline vf vf_fmadd(vf a, vf b, vf c) {
+    return _mm256_fmadd_ps(a, b, c);
+}
+static inline vf vf_max(vf a, vf b) {
+    return _mm256_max_ps(a, b);
+}
+static inline vf vf_min(vf a, vf b) {
+    return _mm256_min_ps(a, b);
+}
+static inline vf vf_round(vf a) {
+    return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static inline vf vf_pow2i(vf n) {
+    __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+}
+static inline float vf_sum(vf a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+static inline float vf_hmax(vf a) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+#else
+#error "define KANN_VEC_BITS as 512 or 256"
+#endif
+
+/* e^x, relative error about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two parts
+ * so that n ln2 is exact), e^r = 1 + r + r^2 p(r) with a degree-5 minimax p, times 2^n. x is
+ * clamped to [-87.3, 88] so that n stays in [-126, 127]: e^x below e^-87.3 comes out as about
+ * 1.2e-38 rather than 0 or a subnormal, above e^88 as e^88; a NaN x gives NaN. */
+static inline vf vf_exp(vf x) {
+    x = vf_min(vf_set1(88.0f), vf_max(vf_set1(-87.3f), x)); /* max/min return a NaN x */
+    vf n = vf_round(vf_mul(x, vf_set1(1.44269504088896341f)));
+    vf r = vf_fmadd(n, vf_set1(-0.693359375f), x);
+    r = vf_fmadd(n, vf_set1(2.12194440e-4f), r);
+    vf p = vf_set1(1.9875691500e-4f);
+    p = vf_fmadd(p, r, vf_set1(1.3981999507e-3f));
+    p = vf_fmadd(p, r, vf_set1(8.3334519073e-3f));
+    p = vf_fmadd(p, r, vf_set1(4.1665795894e-2f));
+    p = vf_fmadd(p, r, vf_set1(1.6666665459e-1f));
+    p = vf_fmadd(p, r, vf_set1(5.0000001201e-1f));
+    p = vf_fmadd(p, vf_mul(r, r), vf_add(r, vf_set1(1.0f)));
+    return vf_mul(p, vf_pow2i(n));
+}
+
+#endif
