@@ -95,15 +95,18 @@ kernel void f32_conv_nd(KANN_KERNEL_ARGS) {
     OUT_REF(A_conv_transpose_y)[p * out_sp + o] = kann_act(ACT_ARGS(conv_transpose), acc);
 }
 
-/* Taps t of one axis whose coordinate first + t * dil lies in [lo, hi): [*t0, *t1). */
+/* Taps t of one axis whose coordinate first + t * dil lies in [lo, hi): [*t0, *t1), in closed
+ * form as kernels/ref/pool_nd.c computes it (dil >= 1, validated): nothing bounds k, so stepping
+ * through the window could take 2^32 steps per output. */
 inline void kann_tap_range(long first, uint dil, uint k, long lo, long hi, uint *t0, uint *t1) {
-    uint a = 0, b = k;
-    while (a < b && first + (long)a * dil < lo)
-        a++;
-    while (b > a && first + (long)(b - 1) * dil >= hi)
-        b--;
-    *t0 = a;
-    *t1 = b;
+    /* the first t with first + t * dil >= lo, and the count of t with first + t * dil < hi */
+    long a = first >= lo ? 0 : (lo - first + (long)dil - 1) / (long)dil;
+    long b = first >= hi ? 0 : (hi - first + (long)dil - 1) / (long)dil;
+    if (a > (long)k) a = k;
+    if (b > (long)k) b = k;
+    if (b < a) b = a;
+    *t0 = (uint)a;
+    *t1 = (uint)b;
 }
 
 /* NDRange: (output elements of a plane, planes of the tile). The average divides by the taps
