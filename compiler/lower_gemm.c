@@ -71,9 +71,7 @@ int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     return 0;
 }
 
-/* A fused MatMul's third input (kc_fuse_transformer) is a bias along the last axis, the same
- * for every row and batch. */
-static void matmul_row_bias(const kc_node *n, kc_call *c) {
+void kc_matmul_row_bias(const kc_node *n, kc_call *c) {
     kann_matmul_args *a = c->args;
     int bias = kc_input(n, 2);
     a->beta = bias >= 0 ? 1.0f : 0.0f;
@@ -116,7 +114,7 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     a->b_row_stride = N;
     a->b_col_stride = 1;
     a->alpha = kc_attr_float(n, "alpha", 1.0f);
-    matmul_row_bias(n, c);
+    kc_matmul_row_bias(n, c);
     a->act = kc_node_act(n);
     kc_bind(c, offsetof(kann_matmul_args, a), A, 0, 0);
     kc_bind(c, offsetof(kann_matmul_args, b), B, 0, 0);

@@ -28,6 +28,10 @@ void kc_broadcast_strides(const kc_value *v, int r, uint32_t *strides);
 void kc_add_copy(kc_graph *g, kc_program *p, int node, int src, int64_t src_off, int dst,
                  int64_t dst_off, uint32_t rows, uint32_t row_len, uint32_t src_stride,
                  uint32_t dst_stride);
+/* A fused MatMul's third input (kc_fuse_transformer), if any, bound as the matmul call's bias
+ * along the last axis: the same row for every row and batch (lower_gemm.c). */
+void kc_matmul_row_bias(const kc_node *n, kc_call *c);
+
 int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d);

@@ -28,17 +28,6 @@ static int collapsible(const int64_t *x, const int64_t *out, int from, int r) {
     return all_equal || all_one;
 }
 
-/* A fused MatMul's third input (kc_fuse_transformer) is a bias along the last axis, the same
- * for every row and batch, as in kc_lower_matmul. */
-static void matmul_row_bias(const kc_node *n, kc_call *c) {
-    kann_matmul_args *a = c->args;
-    int bias = kc_input(n, 2);
-    a->beta = bias >= 0 ? 1.0f : 0.0f;
-    a->bias_row_stride = 0;
-    a->bias_col_stride = 1;
-    kc_bind(c, offsetof(kann_matmul_args, bias), bias, 0, 0);
-}
-
 int kc_lower_matmul_broadcast(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     const kc_node *n = &g->nodes[id];
     int A = kc_input(n, 0), B = kc_input(n, 1), y = n->outputs[0];
@@ -97,7 +86,7 @@ int kc_lower_matmul_broadcast(kc_graph *g, kc_program *p, int id, kc_diag *d) {
         a->b_row_stride = N;
         a->b_col_stride = 1;
         a->alpha = kc_attr_float(n, "alpha", 1.0f);
-        matmul_row_bias(n, c);
+        kc_matmul_row_bias(n, c);
         a->act = kc_node_act(n);
         kc_bind(c, offsetof(kann_matmul_args, a), A, off_a * 4, 0);
         kc_bind(c, offsetof(kann_matmul_args, b), B, off_b * 4, 0);
