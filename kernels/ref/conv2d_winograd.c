@@ -5,16 +5,16 @@
 #include "kann_msg.h"
 #include "ref/checked.h"
 
-static void gemm_ref(const float *u, const float *v, size_t c_in, float *m) {
+static void gemm_ref(const float *u, const float *v, size_t c_in, size_t n, float *m) {
     float acc[KANN_CONV_PANEL][KANN_WINO_BLOCK] = {{0}};
     for (size_t c = 0; c < c_in; c++) {
         const float *uc = u + c * KANN_CONV_PANEL, *vc = v + c * KANN_WINO_BLOCK;
         for (size_t r = 0; r < KANN_CONV_PANEL; r++)
-            for (size_t j = 0; j < KANN_WINO_BLOCK; j++)
+            for (size_t j = 0; j < n; j++)
                 acc[r][j] += uc[r] * vc[j];
     }
     for (size_t r = 0; r < KANN_CONV_PANEL; r++)
-        for (size_t j = 0; j < KANN_WINO_BLOCK; j++)
+        for (size_t j = 0; j < n; j++)
             m[r * KANN_WINO_BLOCK + j] = acc[r][j];
 }
 

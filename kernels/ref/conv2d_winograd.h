@@ -14,9 +14,11 @@
  * are the B matrices of the 16 GEMMs; one GEMM call covers a block's whole width. */
 #define KANN_WINO_BLOCK KANN_CONV_PIXEL_GRANULE
 
-/* m[r * KANN_WINO_BLOCK + j] = sum_c u[c * 12 + r] * v[c * KANN_WINO_BLOCK + j] for r < 12,
- * j < KANN_WINO_BLOCK (v holds every column of the block; those past the tiles are zero). */
-typedef void (*kann_wino_gemm)(const float *u, const float *v, size_t c_in, float *m);
+/* m[r * KANN_WINO_BLOCK + j] = sum_c u[c * 12 + r] * v[c * KANN_WINO_BLOCK + j] for r < 12 and
+ * at least the j < n (1 <= n <= KANN_WINO_BLOCK) a block's tiles occupy; v holds every column
+ * of the block (those past the tiles are zero), so a GEMM may compute more columns than n.
+ * The last block of a small map (a 7x7 map has 16 tiles) is where computing only n pays. */
+typedef void (*kann_wino_gemm)(const float *u, const float *v, size_t c_in, size_t n, float *m);
 
 static inline size_t kann_wino_tiles_w(const kann_conv2d_winograd_args *a) {
     return ((size_t)a->w_out + 1) / 2;
@@ -157,7 +159,7 @@ kann_conv2d_winograd_drive(const kann_conv2d_winograd_args *a, const kann_exec *
             size_t mr = m_end - m0 < KANN_CONV_PANEL ? m_end - m0 : KANN_CONV_PANEL;
             for (size_t p = 0; p < 16; p++)
                 gemm(u + (p * panels + m0 / KANN_CONV_PANEL) * c_in * KANN_CONV_PANEL,
-                     v + p * c_in * KANN_WINO_BLOCK, c_in,
+                     v + p * c_in * KANN_WINO_BLOCK, c_in, n,
                      mb + p * KANN_CONV_PANEL * KANN_WINO_BLOCK);
             output(a, mb, q0, n, m0, mr, bias, res, y);
         }

@@ -1,12 +1,13 @@
-/* conv2d_winograd for AVX2: the 16 GEMMs of each block of 32 tiles as four 12 x 8 register
- * tiles (12 YMM accumulators each); the transforms are the shared portable ones. */
+/* conv2d_winograd for AVX2: the 16 GEMMs of each block of 32 tiles as up to four 12 x 8
+ * register tiles (12 YMM accumulators each; as many as the block's tiles need); the transforms
+ * are the shared portable ones. */
 #include <immintrin.h>
 
 #include "kann_x86.h"
 #include "ref/conv2d_winograd.h"
 
-static void gemm_12x8x4(const float *u, const float *v, size_t c_in, float *m) {
-    for (size_t j0 = 0; j0 < KANN_WINO_BLOCK; j0 += 8) {
+static void gemm_12x8x4(const float *u, const float *v, size_t c_in, size_t n, float *m) {
+    for (size_t j0 = 0; j0 < n; j0 += 8) {
         __m256 c[KANN_CONV_PANEL];
         for (int r = 0; r < KANN_CONV_PANEL; r++)
             c[r] = _mm256_setzero_ps();

@@ -1,6 +1,7 @@
 /* conv2d_winograd for AVX-512: the 16 GEMMs of each block of 32 tiles on a 12 x 32 register
- * tile (24 ZMM accumulators); both transforms 16 tiles of one tile row per vector (even and odd
- * columns split by permutes, masked loads and stores at the edges of x and y). */
+ * tile (24 ZMM accumulators), or 12 x 16 for a block of at most 16 tiles; both transforms 16 tiles
+ * of one tile row per vector (even and odd columns split by permutes, masked loads and stores at
+ * the edges of x and y). */
 #include <immintrin.h>
 
 #include "kann_x86.h"
@@ -8,24 +9,36 @@
 #include "ref/conv2d_winograd.h"
 #include "simd_act.h"
 
-static void gemm_12x32(const float *u, const float *v, size_t c_in, float *m) {
+/* The 12 x 32 (w == 2) or 12 x 16 (w == 1: a block of at most 16 tiles) register tile; w is
+ * a constant in each inlined copy, so the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void gemm_12xw(const float *u, const float *v,
+                                                            size_t c_in, float *m, int w) {
     __m512 c[KANN_CONV_PANEL][2];
     for (int r = 0; r < KANN_CONV_PANEL; r++)
-        c[r][0] = c[r][1] = _mm512_setzero_ps();
+        for (int h = 0; h < w; h++)
+            c[r][h] = _mm512_setzero_ps();
     for (size_t k = 0; k < c_in; k++, u += KANN_CONV_PANEL, v += KANN_WINO_BLOCK) {
-        _mm_prefetch((const char *)(v + 4 * KANN_WINO_BLOCK), _MM_HINT_T0);
-        _mm_prefetch((const char *)(v + 4 * KANN_WINO_BLOCK + 16), _MM_HINT_T0);
-        __m512 b0 = _mm512_loadu_ps(v), b1 = _mm512_loadu_ps(v + 16);
+        for (int h = 0; h < w; h++)
+            _mm_prefetch((const char *)(v + 4 * KANN_WINO_BLOCK + 16 * h), _MM_HINT_T0);
+        __m512 b[2];
+        for (int h = 0; h < w; h++)
+            b[h] = _mm512_loadu_ps(v + 16 * h);
         for (int r = 0; r < KANN_CONV_PANEL; r++) {
-            __m512 w = _mm512_set1_ps(u[r]);
-            c[r][0] = _mm512_fmadd_ps(w, b0, c[r][0]);
-            c[r][1] = _mm512_fmadd_ps(w, b1, c[r][1]);
+            __m512 wr = _mm512_set1_ps(u[r]);
+            for (int h = 0; h < w; h++)
+                c[r][h] = _mm512_fmadd_ps(wr, b[h], c[r][h]);
         }
     }
-    for (int r = 0; r < KANN_CONV_PANEL; r++) {
-        _mm512_storeu_ps(m + r * KANN_WINO_BLOCK, c[r][0]);
-        _mm512_storeu_ps(m + r * KANN_WINO_BLOCK + 16, c[r][1]);
-    }
+    for (int r = 0; r < KANN_CONV_PANEL; r++)
+        for (int h = 0; h < w; h++)
+            _mm512_storeu_ps(m + r * KANN_WINO_BLOCK + 16 * h, c[r][h]);
+}
+
+static void gemm_12x32(const float *u, const float *v, size_t c_in, size_t n, float *m) {
+    if (n <= 16)
+        gemm_12xw(u, v, c_in, m, 1);
+    else
+        gemm_12xw(u, v, c_in, m, 2);
 }
 
 /* Lanes [j, j + len) of a block (len <= 16): tiles tw0 .. tw0 + len - 1 of tile row th. */
