@@ -25,8 +25,8 @@ void kann_gather_ref(const void *args, const kann_exec *ex) {
         uint8_t *dst = y + r * row;
         if (j < 0)
             memset(dst, 0, row);
-        else
-            memcpy(dst, x + ((size_t)o * a->axis_len + (size_t)j) * row, row);
+        else /* memmove: a file may make x and y overlap; the bytes are then defined */
+            memmove(dst, x + ((size_t)o * a->axis_len + (size_t)j) * row, row);
     }
 }
 

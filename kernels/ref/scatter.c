@@ -138,8 +138,8 @@ void kann_gather_nd_ref(const void *args, const kann_exec *ex) {
         int64_t off = tuple_offset(idx, a->idx_size, t, a->k, a->dims, a->strides);
         if (off < 0)
             memset(y + t * row, 0, row);
-        else
-            memcpy(y + t * row,
+        else /* memmove: a file may make data and y overlap */
+            memmove(y + t * row,
                    x + ((t / per_batch) * a->batch_stride + (size_t)off) * a->elem_size, row);
     }
 }

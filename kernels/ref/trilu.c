@@ -25,11 +25,12 @@ void kann_trilu_ref(const void *args, const kann_exec *ex) {
         size_t cut = edge < 0 ? 0 : edge > (int64_t)a->cols ? a->cols : (size_t)edge;
         const uint8_t *xr = x + r * row;
         uint8_t *yr = y + r * row;
+        /* memmove: y may be x itself (in place), or a file may make them overlap */
         if (a->upper) {
             memset(yr, 0, cut * es);
-            memcpy(yr + cut * es, xr + cut * es, row - cut * es);
+            memmove(yr + cut * es, xr + cut * es, row - cut * es);
         } else {
-            memcpy(yr, xr, cut * es);
+            memmove(yr, xr, cut * es);
             memset(yr + cut * es, 0, row - cut * es);
         }
     }
