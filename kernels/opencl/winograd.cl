@@ -2,15 +2,16 @@
  *
  * CPU devices (PoCL) take two launches per record, the reference kernel's scheme on
  * work-items of local size 1:
- *   f32_wino_input  one work-item per block of WINO_BLOCK output tiles and input channel:
- *                   V = B^T d B of each tile into the record's scratch, in the reference
- *                   layout [T / WINO_BLOCK][16][c_in][WINO_BLOCK] (columns past the tile zero);
- *   f32_wino_gemm   one work-item per block of tiles and panel of WB output channels: for each
- *                   of the 16 positions, a WB x WINO_BLOCK GEMM over c_in in vector
- *                   accumulators (a broadcast weight times 16 tiles per FMA), folded at once
- *                   into the 2x2 outputs of A^T M A; then bias, residual and activation.
+ *   f32_wino_input  one work-item per block of WINO_BLOCK output tiles and WINO_CG input
+ *                   channels: V = B^T d B of its tiles (16 tiles of a tile row at a time, in
+ *                   vectors) into the record's scratch, in the reference layout
+ *                   [T / WINO_BLOCK][16][c_in][WINO_BLOCK] (columns past the tile zero);
+ *   f32_wino_gemm   one work-item per panel of WB output channels and block: for each of the
+ *                   16 positions, a WB x WINO_BLOCK GEMM over c_in in vector accumulators (a
+ *                   broadcast weight times 16 tiles per FMA), folded at once into the 2x2
+ *                   outputs of A^T M A; then bias, residual and activation.
  * The second launch reads the scratch the first wrote: the executor enqueues both on the
- * record's queue, in order.
+ * record's queue, in order (opencl_kernels.c, then_entry).
  *
  * GPUs keep f32_conv2d_winograd: one work-item per output tile and panel, transforming each
  * input tile on the fly (thousands of independent work-items, no scratch).
@@ -20,6 +21,7 @@
 
 #define WB 12         /* output channels per work-item: one weight panel */
 #define WINO_BLOCK 32 /* output tiles per block: KANN_CONV_PIXEL_GRANULE */
+#define WINO_CG 32    /* input channels per work-item of the input transform */
 
 /* A record's shape and ranges of output channels [m_begin, m_end) and tiles [t_begin, t_end). */
 typedef struct wino_shape {
@@ -50,55 +52,27 @@ inline wino_shape wino_read_shape(global const uint *args, uint at) {
     return s;
 }
 
-/* V = B^T d B of the 4x4 input tile at (i0, j0) of channel plane xc; rows and columns past the
- * plane read as zero. */
-inline void wino_input_tile(global const float *xc, uint h_in, uint w_in, size_t i0, size_t j0,
-                            float v[16]) {
-    float d[4][4], s[4][4];
-    if (i0 + 4 <= h_in && j0 + 4 <= w_in) {
-        for (int i = 0; i < 4; i++) {
-            float4 r = vload4(0, xc + (i0 + i) * w_in + j0);
-            d[i][0] = r.s0;
-            d[i][1] = r.s1;
-            d[i][2] = r.s2;
-            d[i][3] = r.s3;
-        }
-    } else {
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++)
-                d[i][j] = i0 + i < h_in && j0 + j < w_in ? xc[(i0 + i) * w_in + j0 + j] : 0.0f;
-    }
-    for (int j = 0; j < 4; j++) {
-        s[0][j] = d[0][j] - d[2][j];
-        s[1][j] = d[1][j] + d[2][j];
-        s[2][j] = d[2][j] - d[1][j];
-        s[3][j] = d[1][j] - d[3][j];
-    }
-    for (int i = 0; i < 4; i++) {
-        v[i * 4 + 0] = s[i][0] - s[i][2];
-        v[i * 4 + 1] = s[i][1] + s[i][2];
-        v[i * 4 + 2] = s[i][2] - s[i][1];
-        v[i * 4 + 3] = s[i][1] - s[i][3];
-    }
-}
-
-/* The output value of 2x2 tile row a, column b at (oh, ow): bias, residual, activation. */
-inline void wino_store(global const uint *args, uint at, global float *arena,
-                       global const float *consts, size_t m, size_t oh, size_t ow, float val,
-                       float bias) {
-    const uint w_out = U(A_conv2d_winograd_w_out);
-    const size_t o = m * U(A_conv2d_winograd_h_out) * w_out + oh * w_out + ow;
-    val += bias;
-    if (HAS_REF(A_conv2d_winograd_residual)) val += IN_REF(A_conv2d_winograd_residual)[o];
-    OUT_REF(A_conv2d_winograd_y)[o] = kann_act(ACT_ARGS(conv2d_winograd), val);
-}
-
 inline float wino_bias(global const uint *args, uint at, global float *arena,
                        global const float *consts, size_t m) {
     return HAS_REF(A_conv2d_winograd_bias) ? IN_REF(A_conv2d_winograd_bias)[m] : 0.0f;
 }
 
 /* ---- CPU devices -------------------------------------------------------------------------- */
+
+/* A block's tiles are taken in runs along tile rows, 16 tiles (one vector) at most: the length
+ * of the run from tile column tw with left tiles of the block to go. */
+inline uint wino_run_len(const wino_shape *s, size_t tw, uint left) {
+    return min(min(16u, left), (uint)(s->tiles_w - tw));
+}
+
+/* Tile (th, tw) moved len tiles on, within its row or to the start of the next. */
+inline void wino_next_run(const wino_shape *s, uint len, size_t *th, size_t *tw) {
+    *tw += len;
+    if (*tw == s->tiles_w) {
+        *tw = 0;
+        (*th)++;
+    }
+}
 
 #define WINO_LANES ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 
@@ -135,6 +109,24 @@ __attribute__((always_inline)) inline void wino_load_row(global const float *xc,
     }
 }
 
+/* V = B^T d B of a 4x4 input tile d (s: scratch of d's type), into v[16] row-major; d, s and
+ * v hold floats or vectors of tiles alike. */
+#define WINO_INPUT_TRANSFORM(d, s, v)                                                              \
+    do {                                                                                           \
+        for (int j_ = 0; j_ < 4; j_++) {                                                           \
+            s[0][j_] = d[0][j_] - d[2][j_];                                                        \
+            s[1][j_] = d[1][j_] + d[2][j_];                                                        \
+            s[2][j_] = d[2][j_] - d[1][j_];                                                        \
+            s[3][j_] = d[1][j_] - d[3][j_];                                                        \
+        }                                                                                          \
+        for (int i_ = 0; i_ < 4; i_++) {                                                           \
+            v[i_ * 4 + 0] = s[i_][0] - s[i_][2];                                                   \
+            v[i_ * 4 + 1] = s[i_][1] + s[i_][2];                                                   \
+            v[i_ * 4 + 2] = s[i_][2] - s[i_][1];                                                   \
+            v[i_ * 4 + 3] = s[i_][1] - s[i_][3];                                                   \
+        }                                                                                          \
+    } while (0)
+
 /* The input transform of a run of len <= 16 tiles of tile row th from tile column tw0, channel
  * plane xc: V = B^T d B, lane k of v[p] for tile k. */
 __attribute__((always_inline)) inline void wino_input_run(global const float *xc, uint h_in,
@@ -143,28 +135,18 @@ __attribute__((always_inline)) inline void wino_input_run(global const float *xc
     float16 d[4][4], s[4][4];
     for (int i = 0; i < 4; i++)
         wino_load_row(xc, h_in, w_in, 2 * th + i, 2 * tw0, len, d[i]);
-    for (int j = 0; j < 4; j++) {
-        s[0][j] = d[0][j] - d[2][j];
-        s[1][j] = d[1][j] + d[2][j];
-        s[2][j] = d[2][j] - d[1][j];
-        s[3][j] = d[1][j] - d[3][j];
-    }
-    for (int i = 0; i < 4; i++) {
-        v[i * 4 + 0] = s[i][0] - s[i][2];
-        v[i * 4 + 1] = s[i][1] + s[i][2];
-        v[i * 4 + 2] = s[i][2] - s[i][1];
-        v[i * 4 + 3] = s[i][1] - s[i][3];
-    }
+    WINO_INPUT_TRANSFORM(d, s, v);
 }
 
-/* NDRange: (blocks of the record's tiles). A block's tiles run along tile rows: each run of up
- * to 16 tiles of one row is transformed in vectors into the private block vb, then the block
- * goes to the scratch with aligned vector stores. */
+/* NDRange: (blocks of the record's tiles, groups of WINO_CG input channels). A block's tiles
+ * run along tile rows: each run of up to 16 tiles of one row is transformed in vectors into the
+ * private block vb, then the block goes to the scratch with vector stores. */
 kernel void f32_wino_input(KANN_KERNEL_ARGS) {
     const wino_shape s = wino_read_shape(args, at);
     const size_t q0 = (s.t_begin / WINO_BLOCK + get_global_id(0)) * WINO_BLOCK;
-    if (q0 >= s.t_end) return;
-    const uint n = min((size_t)WINO_BLOCK, s.t_end - q0);
+    const uint c0 = get_global_id(1) * WINO_CG;
+    if (q0 >= s.t_end || c0 >= s.c_in) return;
+    const uint n = min((size_t)WINO_BLOCK, s.t_end - q0), c_end = min(c0 + WINO_CG, s.c_in);
     const size_t pos = (size_t)s.c_in * WINO_BLOCK; /* between positions */
     /* the columns past the last run stay zero for every channel; a run's vector store may
      * reach 15 columns past the block */
@@ -172,28 +154,87 @@ kernel void f32_wino_input(KANN_KERNEL_ARGS) {
     for (int p = 0; p < 16; p++)
         for (int j = 0; j < WINO_BLOCK + 16; j++)
             vb[p][j] = 0.0f;
-    global float *v = OUT_REF(A_conv2d_winograd_scratch) + q0 * 16 * s.c_in;
-    for (uint c = 0; c < s.c_in; c++, v += WINO_BLOCK) {
+    global float *v = OUT_REF(A_conv2d_winograd_scratch) + q0 * 16 * s.c_in + c0 * WINO_BLOCK;
+    for (uint c = c0; c < c_end; c++, v += WINO_BLOCK) {
         global const float *xc = IN_REF(A_conv2d_winograd_x) + c * s.h_in * s.w_in;
         size_t th = q0 / s.tiles_w, tw = q0 - th * s.tiles_w;
-        for (uint j = 0; j < n;) {
-            const uint len = min(min(16u, n - j), (uint)(s.tiles_w - tw));
+        for (uint j = 0, len; j < n; j += len) {
+            len = wino_run_len(&s, tw, n - j);
             float16 t[16];
             wino_input_run(xc, s.h_in, s.w_in, th, tw, len, t);
             for (int p = 0; p < 16; p++)
                 vstore16(t[p], 0, vb[p] + j);
-            j += len;
-            tw += len;
-            if (tw == s.tiles_w) {
-                tw = 0;
-                th++;
-            }
+            wino_next_run(&s, len, &th, &tw);
         }
         for (int p = 0; p < 16; p++) {
             vstore16(vload16(0, vb[p]), 0, v + p * pos);
             vstore16(vload16(1, vb[p]), 1, v + p * pos);
         }
     }
+}
+
+/* The first cnt <= 16 lanes of v at y, the memory past them left alone: at most five vector
+ * stores (a row segment cut by the edge of the output). */
+inline void wino_store_lanes(float16 v, uint cnt, global float *y) {
+    if (cnt == 16) {
+        vstore16(v, 0, y);
+        return;
+    }
+    float8 r8 = v.lo;
+    if (cnt & 8) {
+        vstore8(r8, 0, y);
+        y += 8;
+        r8 = v.hi;
+    }
+    float4 r4 = r8.lo;
+    if (cnt & 4) {
+        vstore4(r4, 0, y);
+        y += 4;
+        r4 = r8.hi;
+    }
+    float2 r2 = r4.lo;
+    if (cnt & 2) {
+        vstore2(r2, 0, y);
+        y += 2;
+        r2 = r4.hi;
+    }
+    if (cnt & 1) *y = r2.x;
+}
+
+/* Output values y[o + i] = act(v[i] + residual[o + i]) for i < cnt <= 32, v[i] lane i of
+ * (v0, v1): ReLU and no activation in vectors, the other activations lane by lane
+ * (kann_act). */
+inline void wino_store_row(global const uint *args, uint at, global float *arena,
+                           global const float *consts, size_t o, uint cnt, float16 v0, float16 v1) {
+    const int full = cnt == 32;
+    float t[32];
+    if (HAS_REF(A_conv2d_winograd_residual)) {
+        global const float *res = IN_REF(A_conv2d_winograd_residual) + o;
+        if (full) {
+            v0 += vload16(0, res);
+            v1 += vload16(1, res);
+        } else {
+            for (uint i = 0; i < 32; i++)
+                t[i] = i < cnt ? res[i] : 0.0f;
+            v0 += vload16(0, t);
+            v1 += vload16(1, t);
+        }
+    }
+    const uint kind = U(A_conv2d_winograd_act_kind);
+    if (kind == 1) { /* ReLU, NaN kept as kann_act keeps it */
+        v0 = select(v0, (float16)(0.0f), v0 < (float16)(0.0f));
+        v1 = select(v1, (float16)(0.0f), v1 < (float16)(0.0f));
+    }
+    global float *y = OUT_REF(A_conv2d_winograd_y) + o;
+    if (kind > 1) {
+        vstore16(v0, 0, t);
+        vstore16(v1, 1, t);
+        for (uint i = 0; i < cnt; i++)
+            y[i] = kann_act(ACT_ARGS(conv2d_winograd), t[i]);
+        return;
+    }
+    wino_store_lanes(v0, min(cnt, 16u), y);
+    if (cnt > 16) wino_store_lanes(v1, cnt - 16, y + 16);
 }
 
 /* A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]: the weight of position row (or column) i in output
@@ -249,24 +290,30 @@ wino_gemm_block(global const uint *args, uint at, global float *arena, global co
 #undef WINO_FMA
 #undef WINO_FOLD
     }
+    /* output row 2 th + a of a run interleaves the lanes of y[a][0] and y[a][1] */
+    const uint16 lo = (uint16)(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const uint16 hi = lo + (uint16)(8);
+    const size_t hw = (size_t)s->h_out * s->w_out;
     for (uint r = 0; r < nb; r++) {
         const float bias = wino_bias(args, at, arena, consts, m0 + r);
-        float lanes[2][2][WINO_BLOCK];
+        /* a run's vector load may reach 15 lanes past the block */
+        float lanes[2][2][WINO_BLOCK + 16];
         for (int a = 0; a < 2; a++)
             for (int b = 0; b < 2; b++) {
                 vstore16(y[a][b][r][0], 0, lanes[a][b]);
-                if (wide) vstore16(y[a][b][r][1], 1, lanes[a][b]);
+                vstore16(wide ? y[a][b][r][1] : (float16)(0.0f), 1, lanes[a][b]);
             }
         size_t th = q0 / s->tiles_w, tw = q0 - th * s->tiles_w;
-        for (uint j = 0; j < n; j++) {
-            for (int a = 0; a < 2 && 2 * th + a < s->h_out; a++)
-                for (int b = 0; b < 2 && 2 * tw + b < s->w_out; b++)
-                    wino_store(args, at, arena, consts, m0 + r, 2 * th + a, 2 * tw + b,
-                               lanes[a][b][j], bias);
-            if (++tw == s->tiles_w) {
-                tw = 0;
-                th++;
+        for (uint j = 0, len; j < n; j += len) {
+            len = wino_run_len(s, tw, n - j);
+            const uint cnt = min(2 * len, (uint)(s->w_out - 2 * tw));
+            for (int a = 0; a < 2 && 2 * th + a < s->h_out; a++) {
+                const float16 e = vload16(0, lanes[a][0] + j), o = vload16(0, lanes[a][1] + j);
+                wino_store_row(args, at, arena, consts,
+                               (m0 + r) * hw + (2 * th + a) * s->w_out + 2 * tw, cnt,
+                               shuffle2(e, o, lo) + bias, shuffle2(e, o, hi) + bias);
             }
+            wino_next_run(s, len, &th, &tw);
         }
     }
 }
@@ -280,47 +327,72 @@ kernel void f32_wino_gemm(KANN_KERNEL_ARGS) {
     if (q0 >= s.t_end || m0 >= s.m_end) return;
     const uint n = min((size_t)WINO_BLOCK, s.t_end - q0), nb = min((size_t)WB, s.m_end - m0);
     if (n > 16)
-        wino_gemm_block(args, at, arena, consts, &s, q0, n, m0, nb, 2);
-    else
         wino_gemm_block(args, at, arena, consts, &s, q0, n, m0, nb, 1);
+    else
+        wino_gemm_block(args, at, arena, consts, &s, q0, n, m0, nb, 0);
 }
 
 /* ---- GPUs --------------------------------------------------------------------------------- */
 
-/* NDRange: (output tiles, blocks of WB output channels), each cut to the record's tile. */
+/* NDRange: (output tiles, blocks of WB output channels), each cut to the record's tile. Each
+ * input tile is transformed once per input channel and used for the whole block. */
 kernel void f32_conv2d_winograd(KANN_KERNEL_ARGS) {
-    const wino_shape s = wino_read_shape(args, at);
-    const size_t t = s.t_begin + get_global_id(0);
-    const size_t m0 = s.m_begin + get_global_id(1) * WB;
-    if (t >= s.t_end || m0 >= s.m_end) return;
-    const uint nb = min((size_t)WB, s.m_end - m0);
-    const size_t panels = (s.c_out + WB - 1) / WB, th = t / s.tiles_w, i0 = 2 * th;
-    const size_t j0 = 2 * (t - th * s.tiles_w), step = panels * s.c_in * WB;
+    const uint c_in = U(A_conv2d_winograd_c_in), h_in = U(A_conv2d_winograd_h_in);
+    const uint w_in = U(A_conv2d_winograd_w_in), c_out = U(A_conv2d_winograd_c_out);
+    const uint h_out = U(A_conv2d_winograd_h_out), w_out = U(A_conv2d_winograd_w_out);
+    const size_t tiles_w = (w_out + 1) / 2, n_tiles = (h_out + 1) / 2 * tiles_w;
+    size_t t = get_global_id(0), m_begin = 0, m_end = c_out, t_end = n_tiles;
+    if (TILE_AXIS == 0) {
+        m_begin = TILE_BEGIN;
+        m_end = TILE_END;
+    } else {
+        t += TILE_BEGIN;
+        t_end = TILE_END;
+    }
+    const size_t m0 = m_begin + get_global_id(1) * WB;
+    if (t >= t_end || m0 >= m_end) return;
+    const uint nb = m_end - m0 < WB ? (uint)(m_end - m0) : WB;
+    const size_t panels = (c_out + 11) / 12, th = t / tiles_w, i0 = 2 * th;
+    const size_t j0 = 2 * (t - th * tiles_w), step = panels * c_in * 12;
     global const float *x = IN_REF(A_conv2d_winograd_x);
     global const float *u = IN_REF(A_conv2d_winograd_u);
     float acc[WB][16];
     for (uint b = 0; b < WB; b++)
         for (int p = 0; p < 16; p++)
             acc[b][p] = 0.0f;
-    for (size_t c = 0; c < s.c_in; c++) {
-        float v[16];
-        wino_input_tile(x + c * s.h_in * s.w_in, s.h_in, s.w_in, i0, j0, v);
+    for (size_t c = 0; c < c_in; c++) {
+        global const float *xc = x + c * h_in * w_in;
+        float d[4][4], s[4][4], v[16];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                d[i][j] = i0 + i < h_in && j0 + j < w_in ? xc[(i0 + i) * w_in + j0 + j] : 0.0f;
+        WINO_INPUT_TRANSFORM(d, s, v);
         for (uint b = 0; b < nb; b++) {
-            global const float *um = u + ((m0 + b) / WB * s.c_in + c) * WB + (m0 + b) % WB;
+            const size_t m = m0 + b;
+            global const float *um = u + ((m / 12) * c_in + c) * 12 + m % 12;
             for (int p = 0; p < 16; p++)
                 acc[b][p] += um[p * step] * v[p];
         }
     }
+    const size_t hw = (size_t)h_out * w_out;
     for (uint b = 0; b < nb; b++) {
-        const float bias = wino_bias(args, at, arena, consts, m0 + b);
-        for (int a = 0; a < 2 && i0 + a < s.h_out; a++) {
+        const size_t m = m0 + b;
+        const float bias =
+            HAS_REF(A_conv2d_winograd_bias) ? IN_REF(A_conv2d_winograd_bias)[m] : 0.0f;
+        global float *y = OUT_REF(A_conv2d_winograd_y) + m * hw;
+        for (int i = 0; i < 2; i++) {
             float r[4];
             for (int j = 0; j < 4; j++)
-                r[j] = a == 0 ? acc[b][j] + acc[b][4 + j] + acc[b][8 + j]
+                r[j] = i == 0 ? acc[b][j] + acc[b][4 + j] + acc[b][8 + j]
                               : acc[b][4 + j] - acc[b][8 + j] - acc[b][12 + j];
-            for (int bb = 0; bb < 2 && j0 + bb < s.w_out; bb++)
-                wino_store(args, at, arena, consts, m0 + b, i0 + a, j0 + bb,
-                           bb == 0 ? r[0] + r[1] + r[2] : r[1] - r[2] - r[3], bias);
+            for (int j = 0; j < 2; j++) {
+                if (i0 + i >= h_out || j0 + j >= w_out) continue;
+                size_t o = (i0 + i) * w_out + j0 + j;
+                float val = (j == 0 ? r[0] + r[1] + r[2] : r[1] - r[2] - r[3]) + bias;
+                if (HAS_REF(A_conv2d_winograd_residual))
+                    val += IN_REF(A_conv2d_winograd_residual)[m * hw + o];
+                y[o] = kann_act(ACT_ARGS(conv2d_winograd), val);
+            }
         }
     }
 }

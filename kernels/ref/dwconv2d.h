@@ -12,8 +12,11 @@
  * reads the plane at P plus a constant offset per tap. So every tap of every vector is one
  * plain load, whatever the padding and stride, and vectors run across row ends (a 7-wide map
  * fills whole vectors). Columns ow >= w_out of the wide grid are computed and dropped at the
- * store: the kept lanes of a vector are consecutive output pixels. Static inline, so that each
- * variant's translation unit compiles them with its own ISA. */
+ * store: the kept lanes of a vector are consecutive output pixels. For 3x3 windows with
+ * stride 1 or 2 along the rows the variants go row by row instead (kann_dw_rows_path), sharing
+ * each plane row's loads among the output rows that read it. The loop nest (kann_dw_drive) is
+ * shared; each variant brings its row copy and its band. Static inline, so that each variant's
+ * translation unit compiles them with its own ISA. */
 #ifndef KANN_REF_DWCONV2D_H
 #define KANN_REF_DWCONV2D_H
 
@@ -52,8 +55,7 @@ typedef struct kann_dw_band {
  * with its reach fits the buffer): then the variant leaves the conv to the reference. */
 static inline int kann_dw_band_plan(const kann_dwconv2d_args *a, kann_dw_band *b) {
     size_t n_taps = (size_t)a->k_h * a->k_w;
-    if (n_taps == 0 || n_taps > KANN_DW_MAX_TAPS || a->stride_h == 0 || a->stride_w == 0)
-        return 0;
+    if (n_taps == 0 || n_taps > KANN_DW_MAX_TAPS || a->stride_h == 0 || a->stride_w == 0) return 0;
     uint64_t reach_r = (uint64_t)(a->k_h - 1) * a->dil_h / a->stride_h;
     uint64_t reach_c = (uint64_t)(a->k_w - 1) * a->dil_w / a->stride_w;
     uint64_t w_h = (uint64_t)a->w_out + reach_c;
@@ -153,19 +155,88 @@ static inline void kann_dw_band_lanes(const kann_dw_band *b, size_t w_out, size_
     }
 }
 
-/* The tile's channels [*c_begin, *c_end) and output rows [*oh_begin, *oh_end). */
-static inline void kann_dw_range(const kann_dwconv2d_args *a, uint32_t *c_begin, uint32_t *c_end,
-                                 uint32_t *oh_begin, uint32_t *oh_end) {
-    *c_begin = 0;
-    *c_end = a->c_out;
-    *oh_begin = 0;
-    *oh_end = a->h_out;
+/* One band as a variant computes it: its planes filled, the output rows it writes. */
+typedef struct kann_dw_band_job {
+    const kann_dwconv2d_args *a;
+    const kann_dw_band *b;
+    const float *buf; /* the planes */
+    const float *wc;  /* the channel's weights [k_h][k_w] */
+    float bias;
+    size_t rows;                /* output rows of this band */
+    float *y;                   /* its first output row */
+    const float *res;           /* likewise in the residual, or NULL */
+    int rows_path;              /* 3x3 rows (see kann_dw_rows_path), else the wide grid */
+    const uint32_t *masks, *at; /* the wide grid's lanes (kann_dw_band_lanes) */
+} kann_dw_band_job;
+
+typedef void (*kann_dw_band_fn)(const kann_dw_band_job *job);
+
+/* Whether a conv takes the row path: 3 kernel rows, dilation 1 and stride 1 or 2 along the
+ * rows (then output rows i and i + 1 read the same plane rows: a variant loads each once for
+ * a block of KANN_DW_ROW_BLOCK rows), rows wider than half a vector of `width` lanes (narrower
+ * ones fill more lanes on the wide grid), and full bands of at least one block. */
+static inline int kann_dw_rows_path(const kann_dwconv2d_args *a, const kann_dw_band *b,
+                                    size_t width) {
+    return a->k_h == 3 && a->dil_h == 1 && a->stride_h <= 2 && a->w_out > width / 2 &&
+           b->rows >= KANN_DW_ROW_BLOCK;
+}
+
+/* The loop nest of the SIMD variants (vectors of `width` lanes, at least 8): per channel of the
+ * tile and band of its rows, the planes filled by row_fn, then band_fn. Convs the band layout
+ * cannot hold go to the reference. */
+static inline __attribute__((always_inline)) void kann_dw_drive(const kann_dwconv2d_args *a,
+                                                                const kann_exec *ex, size_t width,
+                                                                kann_dw_row_fn row_fn,
+                                                                kann_dw_band_fn band_fn) {
+    kann_dw_band b;
+    if (!kann_dw_band_plan(a, &b)) {
+        kann_f32_dwconv2d_ref(a, ex);
+        return;
+    }
+    uint32_t c_begin = 0, c_end = a->c_out, oh_begin = 0, oh_end = a->h_out;
     if (a->tile.axis == 0) {
-        *c_begin = a->tile.begin;
-        *c_end = a->tile.end;
+        c_begin = a->tile.begin;
+        c_end = a->tile.end;
     } else {
-        *oh_begin = a->tile.begin;
-        *oh_end = a->tile.end;
+        oh_begin = a->tile.begin;
+        oh_end = a->tile.end;
+    }
+    if (c_begin >= c_end || oh_begin >= oh_end || a->w_out == 0) return;
+    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    float *y = kann_mref(ex, a->y);
+    size_t x_plane = (size_t)a->h_in * a->w_in, y_plane = (size_t)a->h_out * a->w_out;
+    kann_dw_band_job job;
+    job.a = a;
+    job.b = &b;
+    job.rows_path = kann_dw_rows_path(a, &b, width);
+    /* Bands no taller than the tile (the planes keep their size, so a partial row block still
+     * reads inside them); the lanes of every vector of a full band on the wide grid, the same
+     * in every band. */
+    if (b.rows > oh_end - oh_begin) b.rows = oh_end - oh_begin;
+    uint32_t masks[KANN_DW_BAND_FLOATS / 8 + 1], at[KANN_DW_BAND_FLOATS / 8 + 1];
+    if (!job.rows_path) kann_dw_band_lanes(&b, a->w_out, b.rows, width, masks, at);
+    job.masks = masks;
+    job.at = at;
+    /* zeroed once: the lanes past a band's pixels (dropped) never read uninitialized bytes */
+    __attribute__((aligned(64))) float buf[KANN_DW_BAND_FLOATS];
+    kann_fill_zero(buf, KANN_DW_BAND_FLOATS);
+    job.buf = buf;
+    for (size_t n = 0; n < a->n; n++) {
+        for (size_t c = c_begin; c < c_end; c++) {
+            const float *xc = x + (n * a->c_in + c) * x_plane;
+            size_t y_base = (n * a->c_out + c) * y_plane;
+            job.wc = w + c * b.n_taps;
+            job.bias = bias ? bias[c] : 0.0f;
+            for (size_t oh0 = oh_begin; oh0 < oh_end; oh0 += b.rows) {
+                job.rows = oh_end - oh0 < b.rows ? oh_end - oh0 : b.rows;
+                kann_dw_band_fill(a, &b, xc, oh0, job.rows, buf, row_fn);
+                job.y = y + y_base + oh0 * a->w_out;
+                job.res = res ? res + y_base + oh0 * a->w_out : NULL;
+                band_fn(&job);
+            }
+        }
     }
 }
 

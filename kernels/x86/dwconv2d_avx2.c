@@ -45,8 +45,8 @@ static void dw_row(float *d0, float *d1, const float *x_row, int64_t iw0, uint32
             _mm256_maskstore_ps(d0 + j, keep, v0);
             continue;
         }
-        __m256 v1 = _mm256_maskload_ps(x_row + c0 + LANES,
-                                       lanes(-c0 - LANES, (int64_t)w_in - c0 - LANES));
+        __m256 v1 =
+            _mm256_maskload_ps(x_row + c0 + LANES, lanes(-c0 - LANES, (int64_t)w_in - c0 - LANES));
         /* [v0 0 2 | v1 0 2 | v0 4 6 | v1 4 6] in 64-bit pairs, then the pairs in order */
         __m256 e = _mm256_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0));
         __m256 o = _mm256_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1));
@@ -61,9 +61,10 @@ static void dw_row(float *d0, float *d1, const float *x_row, int64_t iw0, uint32
 }
 
 /* The V vectors of wide pixels [P0, P0 + 8 V) of a band: bias plus every tap. */
-static inline __attribute__((always_inline)) void
-dw_vectors(const kann_dw_band *b, const float *buf, const float *wc, size_t P0, __m256 bias,
-           int V, __m256 *acc) {
+static inline __attribute__((always_inline)) void dw_vectors(const kann_dw_band *b,
+                                                             const float *buf, const float *wc,
+                                                             size_t P0, __m256 bias, int V,
+                                                             __m256 *acc) {
 #pragma GCC unroll 8
     for (int i = 0; i < V; i++)
         acc[i] = bias;
@@ -79,9 +80,10 @@ dw_vectors(const kann_dw_band *b, const float *buf, const float *wc, size_t P0, 
 
 /* The row path (see the AVX-512 variant): the same 8 columns of DW_ROWS output rows from band
  * row i0, each plane row a column tap reads loaded once for every output row that reads it. */
-static inline __attribute__((always_inline)) void
-dw_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, size_t i0,
-        size_t col, __m256 bias, int S, __m256 *acc) {
+static inline __attribute__((always_inline)) void dw_rows(const kann_dw_band *b, const float *buf,
+                                                          const float *wc, size_t k_w, size_t i0,
+                                                          size_t col, __m256 bias, int S,
+                                                          __m256 *acc) {
     size_t w_h = b->w_h;
 #pragma GCC unroll 8
     for (int r = 0; r < DW_ROWS; r++)
@@ -121,14 +123,17 @@ typedef struct dw_out {
 } dw_out;
 
 /* One vector's store: the lanes of bit mask m (output pixels, in order) to y[0...], with the
- * residual res[0...]. A full vector goes as it is; any other through a spilled vector. */
+ * residual res[0...]. Lanes 0..n-1 (whole vectors, row ends) go by a masked store; any other
+ * mask (a row end inside the vector on the wide grid) through a spilled vector. */
 static inline void dw_store(__m256 v, uint32_t m, float *y, const float *res, const dw_out *o) {
-    if (m == 0xff) {
-        if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res));
+    if ((m & (m + 1u)) == 0) {
+        size_t n = (size_t)__builtin_popcount(m);
+        __m256i keep = lanes(0, (int64_t)n);
+        if (res) v = _mm256_add_ps(v, _mm256_maskload_ps(res, keep));
         if (o->vec_act) v = kann_act256(v, o->act, o->lo, o->hi);
-        _mm256_storeu_ps(y, v);
+        _mm256_maskstore_ps(y, keep, v);
         if (!o->vec_act)
-            for (size_t j = 0; j < LANES; j++)
+            for (size_t j = 0; j < n; j++)
                 y[j] = kann_act_apply(o->act, y[j]);
         return;
     }
@@ -186,54 +191,24 @@ band_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, 
     }
 }
 
-void kann_f32_dwconv2d_avx2(const void *args, const kann_exec *ex) {
-    const kann_dwconv2d_args *a = args;
-    kann_dw_band b;
-    if (!kann_dw_band_plan(a, &b)) {
-        kann_f32_dwconv2d_ref(args, ex);
-        return;
-    }
-    uint32_t c_begin, c_end, oh_begin, oh_end;
-    kann_dw_range(a, &c_begin, &c_end, &oh_begin, &oh_end);
-    if (c_begin >= c_end || oh_begin >= oh_end || a->w_out == 0) return;
-    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
-    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
-    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
-    float *y = kann_mref(ex, a->y);
-    size_t x_plane = (size_t)a->h_in * a->w_in, y_plane = (size_t)a->h_out * a->w_out;
-    /* the row path where its windows allow and rows fill most of a vector */
-    int rows_path = a->k_h == 3 && a->dil_h == 1 && a->stride_h <= 2 && a->w_out > LANES / 2 &&
-                    b.rows >= KANN_DW_ROW_BLOCK;
-    /* bands no taller than the tile (the planes keep their size); the lanes of every vector of
-     * a full band on the wide grid, the same in every band */
-    if (b.rows > oh_end - oh_begin) b.rows = oh_end - oh_begin;
-    uint32_t masks[KANN_DW_BAND_FLOATS / LANES + 1], at[KANN_DW_BAND_FLOATS / LANES + 1];
-    if (!rows_path) kann_dw_band_lanes(&b, a->w_out, b.rows, LANES, masks, at);
-    /* zeroed once: the lanes past a band's pixels (dropped) never read uninitialized bytes */
-    __attribute__((aligned(32))) float buf[KANN_DW_BAND_FLOATS];
-    kann_fill_zero(buf, KANN_DW_BAND_FLOATS);
+/* One band (kann_dw_band_fn): the row path or the wide grid. */
+static void band(const kann_dw_band_job *job) {
+    const kann_dwconv2d_args *a = job->a;
     dw_out o;
     o.act = &a->act;
     o.vec_act = kann_act_vectorizes(o.act);
     o.lo = _mm256_set1_ps(kann_act_lo(o.act));
     o.hi = _mm256_set1_ps(kann_act_hi(o.act));
-    for (size_t n = 0; n < a->n; n++) {
-        for (size_t c = c_begin; c < c_end; c++) {
-            const float *xc = x + (n * a->c_in + c) * x_plane, *wc = w + c * b.n_taps;
-            size_t y_base = (n * a->c_out + c) * y_plane;
-            o.bias = _mm256_set1_ps(bias ? bias[c] : 0.0f);
-            for (size_t oh0 = oh_begin; oh0 < oh_end; oh0 += b.rows) {
-                size_t rows = oh_end - oh0 < b.rows ? oh_end - oh0 : b.rows;
-                kann_dw_band_fill(a, &b, xc, oh0, rows, buf, dw_row);
-                float *yb = y + y_base + oh0 * a->w_out;
-                const float *rb = res ? res + y_base + oh0 * a->w_out : NULL;
-                if (!rows_path)
-                    band_flat(&b, buf, wc, rows * b.w_h, masks, at, yb, rb, &o);
-                else if (a->stride_h == 1)
-                    band_rows(&b, buf, wc, a->k_w, a->w_out, rows, yb, rb, &o, 1);
-                else
-                    band_rows(&b, buf, wc, a->k_w, a->w_out, rows, yb, rb, &o, 2);
-            }
-        }
-    }
+    o.bias = _mm256_set1_ps(job->bias);
+    if (!job->rows_path)
+        band_flat(job->b, job->buf, job->wc, job->rows * job->b->w_h, job->masks, job->at, job->y,
+                  job->res, &o);
+    else if (a->stride_h == 1)
+        band_rows(job->b, job->buf, job->wc, a->k_w, a->w_out, job->rows, job->y, job->res, &o, 1);
+    else
+        band_rows(job->b, job->buf, job->wc, a->k_w, a->w_out, job->rows, job->y, job->res, &o, 2);
+}
+
+void kann_f32_dwconv2d_avx2(const void *args, const kann_exec *ex) {
+    kann_dw_drive(args, ex, LANES, dw_row, band);
 }

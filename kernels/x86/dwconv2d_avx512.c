@@ -1,8 +1,11 @@
 /* dwconv2d for AVX-512 over the band layout of ref/dwconv2d.h: per channel and band of output
- * rows, the padded input rows are copied into phase planes in the L1 cache, then every tap of
- * every 16-pixel vector of the wide grid is one plain load and one FMA, 8 vectors at once
- * (independent accumulators hide the FMA latency). The store keeps the lanes that hold output
- * columns (compress), with bias, residual (expand) and activation. */
+ * rows, the padded input rows are copied into phase planes in the L1 cache (masked loads at
+ * the row ends; stride 2 splits the even and odd columns by permutes), then every tap is one
+ * plain load. 3x3 windows with stride 1 or 2 along the rows take the row path: 8 output rows of
+ * one 16-column vector at once, each plane row loaded once for all the rows that read it.
+ * Other windows run 8 vectors of the wide grid at once (independent accumulators hide the FMA
+ * latency); the store keeps the lanes that hold output columns (compress), the residual
+ * unpacked to meet them (expand). Bias, residual and activation at the store. */
 #include <immintrin.h>
 
 #include "kann_x86.h"
@@ -54,9 +57,10 @@ static void dw_row(float *d0, float *d1, const float *x_row, int64_t iw0, uint32
 #define DW_VECS 8
 
 /* The V vectors of wide pixels [P0, P0 + 16 V) of a band: bias plus every tap. */
-static inline __attribute__((always_inline)) void
-dw_vectors(const kann_dw_band *b, const float *buf, const float *wc, size_t P0, __m512 bias,
-           int V, __m512 *acc) {
+static inline __attribute__((always_inline)) void dw_vectors(const kann_dw_band *b,
+                                                             const float *buf, const float *wc,
+                                                             size_t P0, __m512 bias, int V,
+                                                             __m512 *acc) {
 #pragma GCC unroll 8
     for (int i = 0; i < V; i++)
         acc[i] = bias;
@@ -78,9 +82,10 @@ dw_vectors(const kann_dw_band *b, const float *buf, const float *wc, size_t P0, 
  * and 2 read rows i and i + 1 of the even-row plane, kh = 1 row i of the odd-row one. */
 #define DW_ROWS ((int)KANN_DW_ROW_BLOCK)
 
-static inline __attribute__((always_inline)) void
-dw_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, size_t i0,
-        size_t col, __m512 bias, int S, __m512 *acc) {
+static inline __attribute__((always_inline)) void dw_rows(const kann_dw_band *b, const float *buf,
+                                                          const float *wc, size_t k_w, size_t i0,
+                                                          size_t col, __m512 bias, int S,
+                                                          __m512 *acc) {
     size_t w_h = b->w_h;
 #pragma GCC unroll 8
     for (int r = 0; r < DW_ROWS; r++)
@@ -112,30 +117,29 @@ dw_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, si
     }
 }
 
-/* One vector's store: the lanes of m (output pixels) packed to y[at...], residual unpacked to
- * meet them. */
-static inline void dw_store(__m512 v, __mmask16 m, float *y, const float *res, const kann_act *act,
-                            int vec_act, __m512 lo, __m512 hi) {
-    unsigned n = (unsigned)_mm_popcnt_u32(m);
-    __mmask16 packed = (__mmask16)((1u << n) - 1u);
-    int whole = m == 0xffff;
-    if (res) {
-        __m512 r = _mm512_maskz_loadu_ps(packed, res);
-        v = _mm512_add_ps(v, whole ? r : _mm512_maskz_expand_ps(m, r));
-    }
-    if (vec_act) v = kann_act512(v, act, lo, hi);
-    _mm512_mask_storeu_ps(y, packed, whole ? v : _mm512_maskz_compress_ps(m, v));
-    if (!vec_act)
-        for (unsigned j = 0; j < n; j++)
-            y[j] = kann_act_apply(act, y[j]);
-}
-
 /* What the band loops share: the output epilogue and the channel's bias. */
 typedef struct dw_out {
     const kann_act *act;
     int vec_act;
     __m512 lo, hi, bias;
 } dw_out;
+
+/* One vector's store: the lanes of m (output pixels) packed to y[0...], the residual res[0...]
+ * unpacked to meet them. */
+static inline void dw_store(__m512 v, __mmask16 m, float *y, const float *res, const dw_out *o) {
+    unsigned n = (unsigned)_mm_popcnt_u32(m);
+    __mmask16 packed = (__mmask16)((1u << n) - 1u);
+    int prefix = m == packed; /* whole vectors and row ends: nothing to move */
+    if (res) {
+        __m512 r = _mm512_maskz_loadu_ps(packed, res);
+        v = _mm512_add_ps(v, prefix ? r : _mm512_maskz_expand_ps(m, r));
+    }
+    if (o->vec_act) v = kann_act512(v, o->act, o->lo, o->hi);
+    _mm512_mask_storeu_ps(y, packed, prefix ? v : _mm512_maskz_compress_ps(m, v));
+    if (!o->vec_act)
+        for (unsigned j = 0; j < n; j++)
+            y[j] = kann_act_apply(o->act, y[j]);
+}
 
 /* One band on the wide grid: vectors across row ends, DW_VECS at a time (any window). */
 static void band_flat(const kann_dw_band *b, const float *buf, const float *wc, size_t n_px,
@@ -158,8 +162,7 @@ static void band_flat(const kann_dw_band *b, const float *buf, const float *wc, 
             __mmask16 m = (__mmask16)masks[v0];
             size_t left = n_px - v0 * LANES; /* the last band may be shorter */
             if (left < LANES) m &= (__mmask16)((1u << left) - 1u);
-            dw_store(acc[i], m, yb + at[v0], rb ? rb + at[v0] : NULL, o->act, o->vec_act, o->lo,
-                     o->hi);
+            dw_store(acc[i], m, yb + at[v0], rb ? rb + at[v0] : NULL, o);
         }
     }
 }
@@ -176,63 +179,30 @@ band_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, 
             __mmask16 m = lanes(0, (int64_t)(w_out - col));
             for (size_t r = 0; r < n_rows; r++) {
                 size_t at = (i0 + r) * w_out + col;
-                dw_store(acc[r], m, yb + at, rb ? rb + at : NULL, o->act, o->vec_act, o->lo,
-                         o->hi);
+                dw_store(acc[r], m, yb + at, rb ? rb + at : NULL, o);
             }
         }
     }
 }
 
-void kann_f32_dwconv2d_avx512(const void *args, const kann_exec *ex) {
-    const kann_dwconv2d_args *a = args;
-    kann_dw_band b;
-    if (!kann_dw_band_plan(a, &b)) {
-        kann_f32_dwconv2d_ref(args, ex);
-        return;
-    }
-    uint32_t c_begin, c_end, oh_begin, oh_end;
-    kann_dw_range(a, &c_begin, &c_end, &oh_begin, &oh_end);
-    if (c_begin >= c_end || oh_begin >= oh_end || a->w_out == 0) return;
-    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
-    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
-    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
-    float *y = kann_mref(ex, a->y);
-    size_t x_plane = (size_t)a->h_in * a->w_in, y_plane = (size_t)a->h_out * a->w_out;
-    /* The row path where its windows allow and rows fill most of a vector (a 7-wide map fills
-     * more of the wide grid's vectors); it reads a partial block's missing rows from inside
-     * the planes (KANN_DW_ROW_BLOCK). */
-    int rows_path = a->k_h == 3 && a->dil_h == 1 && a->stride_h <= 2 && a->w_out > LANES / 2 &&
-                    b.rows >= KANN_DW_ROW_BLOCK;
-    /* bands no taller than the tile (the planes keep their size); the lanes of every vector of
-     * a full band on the wide grid, the same in every band */
-    if (b.rows > oh_end - oh_begin) b.rows = oh_end - oh_begin;
-    uint32_t masks[KANN_DW_BAND_FLOATS / LANES + 1], at[KANN_DW_BAND_FLOATS / LANES + 1];
-    if (!rows_path) kann_dw_band_lanes(&b, a->w_out, b.rows, LANES, masks, at);
-    /* zeroed once: the lanes past a band's pixels (dropped) never read uninitialized bytes */
-    __attribute__((aligned(64))) float buf[KANN_DW_BAND_FLOATS];
-    kann_fill_zero(buf, KANN_DW_BAND_FLOATS);
+/* One band (kann_dw_band_fn): the row path or the wide grid. */
+static void band(const kann_dw_band_job *job) {
+    const kann_dwconv2d_args *a = job->a;
     dw_out o;
     o.act = &a->act;
     o.vec_act = kann_act_vectorizes(o.act);
     o.lo = _mm512_set1_ps(kann_act_lo(o.act));
     o.hi = _mm512_set1_ps(kann_act_hi(o.act));
-    for (size_t n = 0; n < a->n; n++) {
-        for (size_t c = c_begin; c < c_end; c++) {
-            const float *xc = x + (n * a->c_in + c) * x_plane, *wc = w + c * b.n_taps;
-            size_t y_base = (n * a->c_out + c) * y_plane;
-            o.bias = _mm512_set1_ps(bias ? bias[c] : 0.0f);
-            for (size_t oh0 = oh_begin; oh0 < oh_end; oh0 += b.rows) {
-                size_t rows = oh_end - oh0 < b.rows ? oh_end - oh0 : b.rows;
-                kann_dw_band_fill(a, &b, xc, oh0, rows, buf, dw_row);
-                float *yb = y + y_base + oh0 * a->w_out;
-                const float *rb = res ? res + y_base + oh0 * a->w_out : NULL;
-                if (!rows_path)
-                    band_flat(&b, buf, wc, rows * b.w_h, masks, at, yb, rb, &o);
-                else if (a->stride_h == 1)
-                    band_rows(&b, buf, wc, a->k_w, a->w_out, rows, yb, rb, &o, 1);
-                else
-                    band_rows(&b, buf, wc, a->k_w, a->w_out, rows, yb, rb, &o, 2);
-            }
-        }
-    }
+    o.bias = _mm512_set1_ps(job->bias);
+    if (!job->rows_path)
+        band_flat(job->b, job->buf, job->wc, job->rows * job->b->w_h, job->masks, job->at, job->y,
+                  job->res, &o);
+    else if (a->stride_h == 1)
+        band_rows(job->b, job->buf, job->wc, a->k_w, a->w_out, job->rows, job->y, job->res, &o, 1);
+    else
+        band_rows(job->b, job->buf, job->wc, a->k_w, a->w_out, job->rows, job->y, job->res, &o, 2);
+}
+
+void kann_f32_dwconv2d_avx512(const void *args, const kann_exec *ex) {
+    kann_dw_drive(args, ex, LANES, dw_row, band);
 }

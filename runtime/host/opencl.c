@@ -292,7 +292,7 @@ static kann_status make_buffer(kann_opencl *x, cl_mem_flags flags, uint64_t size
     return KANN_OK;
 }
 
-/* Appends an op launching entry of program over global (the local size of l) on the record
+/* Appends an op launching entry of program over global (the local size of l) for the record
  * whose struct is at word at. */
 static kann_status add_op(kann_opencl *x, cl_program program, const char *entry,
                           const size_t global[3], const kann_ocl_launch *l, cl_uint at,
@@ -301,7 +301,7 @@ static kann_status add_op(kann_opencl *x, cl_program program, const char *entry,
     cl_int rc;
     op->kernel = clCreateKernel(program, entry, &rc);
     if (!op->kernel) return kann_ocl_fail(err, rc, "clCreateKernel");
-    x->n_ops++; /* counted once it holds a kernel, so that kann_opencl_free releases it */
+    x->n_ops++; /* counted once it holds a kernel, which kann_opencl_free then releases */
     rc = clSetKernelArg(op->kernel, 0, sizeof(cl_mem), &x->args);
     rc |= clSetKernelArg(op->kernel, 1, sizeof at, &at);
     rc |= clSetKernelArg(op->kernel, 2, sizeof(cl_mem), &x->arena);
@@ -314,7 +314,7 @@ static kann_status add_op(kann_opencl *x, cl_program program, const char *entry,
 }
 
 /* Plans the ops in enqueue order: phase by phase, stream by stream (a record of two launches
- * makes two ops). */
+ * makes two ops: the first waits for the other queues, the second follows it in its queue). */
 static kann_status plan_ops(kann_opencl *x, const char *cache_dir, kann_error *err) {
     const kann_model *m = x->model;
     uint32_t n_streams = kann_model_n_streams(m), n_phases = kann_model_n_phases(m);
@@ -352,9 +352,8 @@ static kann_status plan_ops(kann_opencl *x, const char *cache_dir, kann_error *e
                 cl_uint at = (cl_uint)(((const char *)args - arena_base) / 4);
                 uint32_t first = x->n_ops;
                 if ((st = add_op(x, program, l.entry, l.global, &l, at, err)) != KANN_OK ||
-                    (l.then_entry &&
-                     (st = add_op(x, program, l.then_entry, l.then_global, &l, at, err)) !=
-                         KANN_OK))
+                    (l.then_entry && (st = add_op(x, program, l.then_entry, l.then_global, &l, at,
+                                                  err)) != KANN_OK))
                     return st;
                 for (uint32_t i = first; i < x->n_ops; i++) {
                     x->ops[i].record = r;

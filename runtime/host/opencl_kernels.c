@@ -208,9 +208,9 @@ static void matmul_launch(const kann_matmul_args *a, kann_ocl_launch *l) {
 }
 
 /* f32_conv2d_winograd (winograd.cl). CPU devices: two launches of local size 1, the input
- * transform per (block of 32 output tiles, input channel) into the record's scratch, then the
- * GEMMs and output transform per (block, panel of 12 output channels). GPUs: one work-item per
- * (output tile, panel). */
+ * transform per (block of 32 output tiles, 32 input channels) into the record's scratch, then
+ * the GEMMs and output transform per (panel of 12 output channels, block). GPUs: one work-item
+ * per (output tile, panel). */
 static void winograd_launch(const kann_conv2d_winograd_args *a, cl_device_type type,
                             kann_ocl_launch *l) {
     size_t tiles = ((size_t)a->h_out + 1) / 2 * (((size_t)a->w_out + 1) / 2);
@@ -227,7 +227,7 @@ static void winograd_launch(const kann_conv2d_winograd_args *a, cl_device_type t
     l->local[0] = l->local[1] = l->local[2] = 1;
     l->entry = "f32_wino_input";
     l->global[0] = panels ? blocks : 0;
-    l->global[1] = 1;
+    l->global[1] = a->c_in ? (a->c_in + 31) / 32 : 1; /* WINO_CG channels each */
     l->global[2] = 1;
     l->then_entry = "f32_wino_gemm";
     l->then_global[0] = panels;
