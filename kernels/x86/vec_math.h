@@ -54,6 +54,10 @@ static inline vf vf_pow2i(vf n) {
     __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
 }
+/* r where x is not less than lo (a NaN x included), else 0 */
+static inline vf vf_zero_below(vf r, vf x, vf lo) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), r);
+}
 static inline float vf_sum(vf a) {
     return _mm512_reduce_add_ps(a);
 }
@@ -106,6 +110,9 @@ static inline vf vf_pow2i(vf n) {
     __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
     return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
 }
+static inline vf vf_zero_below(vf r, vf x, vf lo) {
+    return _mm256_and_ps(r, _mm256_cmp_ps(x, lo, _CMP_NLT_UQ));
+}
 static inline float vf_sum(vf a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -123,13 +130,15 @@ static inline float vf_hmax(vf a) {
 #endif
 
 /* e^x, relative error about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two parts
- * so that n ln2 is exact), e^r = 1 + r + r^2 p(r) with a degree-5 minimax p, times 2^n. x is
- * clamped to [-87.3, 88] so that n stays in [-126, 127]: e^x below e^-87.3 comes out as about
- * 1.2e-38 rather than 0 or a subnormal, above e^88 as e^88; a NaN x gives NaN. */
+ * so that n ln2 is exact), e^r = 1 + r + r^2 p(r) with a degree-5 minimax p, times 2^n. Below
+ * x = -87.3 (where e^x leaves the normal floats) the result is 0: a masked attention score
+ * (-1e9, -inf, -FLT_MAX) must give exactly 0, as libm's expf does, and no subnormal that would
+ * slow every later multiply by it. Above 88 it is e^88; a NaN x gives NaN. */
 static inline vf vf_exp(vf x) {
-    x = vf_min(vf_set1(88.0f), vf_max(vf_set1(-87.3f), x)); /* max/min return a NaN x */
-    vf n = vf_round(vf_mul(x, vf_set1(1.44269504088896341f)));
-    vf r = vf_fmadd(n, vf_set1(-0.693359375f), x);
+    const vf lo = vf_set1(-87.3f);
+    vf xc = vf_min(vf_set1(88.0f), vf_max(lo, x)); /* max/min return a NaN x */
+    vf n = vf_round(vf_mul(xc, vf_set1(1.44269504088896341f)));
+    vf r = vf_fmadd(n, vf_set1(-0.693359375f), xc);
     r = vf_fmadd(n, vf_set1(2.12194440e-4f), r);
     vf p = vf_set1(1.9875691500e-4f);
     p = vf_fmadd(p, r, vf_set1(1.3981999507e-3f));
@@ -138,7 +147,7 @@ static inline vf vf_exp(vf x) {
     p = vf_fmadd(p, r, vf_set1(1.6666665459e-1f));
     p = vf_fmadd(p, r, vf_set1(5.0000001201e-1f));
     p = vf_fmadd(p, vf_mul(r, r), vf_add(r, vf_set1(1.0f)));
-    return vf_mul(p, vf_pow2i(n));
+    return vf_zero_below(vf_mul(p, vf_pow2i(n)), x, lo);
 }
 
 #endif

@@ -195,12 +195,44 @@ static void test_softmax_exp_accuracy(void **state) {
         }
 }
 
+/* Masked attention scores (-1e9, -FLT_MAX, -inf) come out as exactly 0 in every variant, as
+ * with libm's expf: not as tiny or subnormal values that would slow the next matmul. */
+static void test_softmax_masked_is_zero(void **state) {
+    (void)state;
+    kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
+    int nv = kernel_variants(KANN_KERNEL_F32_SOFTMAX, vs);
+    const float masked[] = {-1e9f, -3.4028235e38f, -__builtin_inff()};
+    for (int v = 0; v < nv; v++)
+        for (uint32_t len = 1; len <= 40; len++) {
+            arena_used = 0;
+            kann_softmax_args a;
+            memset(&a, 0, sizeof a);
+            a.outer = 1;
+            a.axis_len = len + 1;
+            a.inner = 1;
+            a.tile = (kann_tile){0, 0, 1, 0};
+            a.x = alloc_floats(len + 1);
+            a.y = alloc_floats(len + 1);
+            for (uint32_t i = 0; i <= len; i++)
+                at(a.x)[i] = i == len / 2 ? 0.5f : masked[i % 3];
+            kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena};
+            vs[v].fn(&a, &ex);
+            for (uint32_t i = 0; i <= len; i++) {
+                float y = at(a.y)[i];
+                if (i == len / 2 ? y != 1.0f : y != 0.0f)
+                    fail_msg("%s: softmax element %u of %u is %g (input %g)", vs[v].isa, i, len + 1,
+                             y, at(a.x)[i]);
+            }
+        }
+}
+
 int main(void) {
     rng_state = 7;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_norm),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_softmax_exp_accuracy),
+        cmocka_unit_test(test_softmax_masked_is_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
