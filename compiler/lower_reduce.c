@@ -194,3 +194,27 @@ int kc_lower_loss(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     c->macs = (double)n * inner;
     return 0;
 }
+
+/* CumSum: x viewed as [outer][len][inner] around the axis, one scan per line (o, i). */
+int kc_lower_cumsum(kc_graph *g, kc_program *p, int id, kc_diag *d) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), y = n->outputs[0];
+    if (kc_need_movable(g, id, x, "input", d)) return 1;
+    const kc_value *xv = kc_val(g, x);
+    int64_t axis;
+    if (kc_cumsum_axis_of(g, id, xv->rank, &axis, d)) return 1;
+    if (kc_value_numel(xv) == 0) return 0;
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_CUMSUM, id);
+    kann_cumsum_args *a = c->args;
+    a->dtype = (uint32_t)xv->dtype; /* KC_DTYPE_* and KANN_DTYPE_* both follow ONNX */
+    a->outer = (uint32_t)kc_prod(xv->dims, 0, (int)axis);
+    a->len = (uint32_t)xv->dims[axis];
+    a->inner = (uint32_t)kc_prod(xv->dims, (int)axis + 1, xv->rank);
+    a->exclusive = kc_attr_int(n, "exclusive", 0) != 0;
+    a->reverse = kc_attr_int(n, "reverse", 0) != 0;
+    kc_bind(c, offsetof(kann_cumsum_args, x), x, 0, 0);
+    kc_bind(c, offsetof(kann_cumsum_args, y), y, 0, 1);
+    kc_set_tile(c, a->outer * a->inner, 1, 0, 0);
+    c->macs = (double)kc_value_numel(xv);
+    return 0;
+}

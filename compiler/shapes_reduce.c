@@ -1,6 +1,6 @@
 /* Shape functions of the reductions (Reduce*, ArgMax, ArgMin), the normalizations
- * (LayerNormalization, InstanceNormalization, GroupNormalization, LRN) and Hardmax, following
- * the ONNX semantics at the node's opset. */
+ * (LayerNormalization, InstanceNormalization, GroupNormalization, LRN), Hardmax and CumSum,
+ * following the ONNX semantics at the node's opset. */
 #include <string.h>
 
 #include "shapes.h"
@@ -315,4 +315,29 @@ int kc_shape_NegativeLogLikelihoodLoss(const kc_graph *g, int node, kc_shape *ou
 
 int kc_shape_SoftmaxCrossEntropyLoss(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     return loss_shape(g, node, out, d);
+}
+
+int kc_cumsum_axis_of(const kc_graph *g, int node, int rank, int64_t *axis, kc_diag *d) {
+    const kc_node *n = &g->nodes[node];
+    int v = n->n_inputs > 1 ? n->inputs[1] : -1;
+    int64_t raw;
+    if (v < 0 || !kc_is_const(g, v) || kc_const_ints(g, v, &raw, 1) != 1) {
+        kc_error_node(d, g, node, "axis input%s%s%s must be a constant int32 or int64 scalar",
+                      v >= 0 ? " '" : "", v >= 0 ? g->values[v].name : "", v >= 0 ? "'" : "");
+        return 1;
+    }
+    if (kc_normalize_axis(raw, rank, axis)) {
+        kc_error_node(d, g, node, "axis %lld is out of range for rank %d", (long long)raw, rank);
+        return 1;
+    }
+    return 0;
+}
+
+int kc_shape_CumSum(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
+    const kc_value *x = kc_shape_need(g, node, 0, d);
+    if (!x) return 1;
+    int64_t axis;
+    if (kc_cumsum_axis_of(g, node, x->rank, &axis, d)) return 1;
+    kc_shape_like(&out[0], x);
+    return 0;
 }

@@ -16,4 +16,8 @@ int kc_reduce_axes_of(const kc_graph *g, int node, int rank, int *reduced, int *
  * default at the node's opset, normalized against rank. Returns 0, or the errors reported. */
 int kc_norm_axis_of(const kc_graph *g, int node, int rank, int64_t *axis, kc_diag *d);
 
+/* The axis of a CumSum node (input 1: a constant int32 or int64 scalar, the scan needs it at
+ * compile time), normalized against rank. Returns 0, or the errors reported. */
+int kc_cumsum_axis_of(const kc_graph *g, int node, int rank, int64_t *axis, kc_diag *d);
+
 #endif

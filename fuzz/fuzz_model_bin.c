@@ -129,6 +129,10 @@ static double record_work(uint32_t kernel, const void *args) {
         const kann_trilu_args *a = args;
         return tile * (1.0 + a->cols);
     }
+    case KANN_KERNEL_CUMSUM: {
+        const kann_cumsum_args *a = args;
+        return tile * (1.0 + a->len);
+    }
     case KANN_KERNEL_PAD: {
         const kann_pad_args *a = args;
         double row = a->rank >= 1 && a->rank <= KANN_MAX_RANK ? a->dims[a->rank - 1] : 0;

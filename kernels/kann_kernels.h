@@ -389,6 +389,19 @@ typedef struct kann_trilu_args {
     int64_t k;
 } kann_trilu_args;
 
+/* cumsum: x and y are [outer][len][inner] of dtype (F32, I32 or I64); along the middle axis
+ *   y[o][j][i] = sum of x[o][j'][i] over j' <= j (j' < j when exclusive; j' >= j, or j' > j,
+ *   when reverse), in order along the axis (float sums round as a running sum does; integer
+ *   sums wrap around). Each line (o, i) is a running sum of its own, so y may be x (in place).
+ * Tile axis 0 = lines o * inner + i. */
+typedef struct kann_cumsum_args {
+    kann_tile tile;
+    kann_ref x, y;
+    uint32_t dtype; /* kann_dtype */
+    uint32_t outer, len, inner;
+    uint32_t exclusive, reverse;
+} kann_cumsum_args;
+
 typedef enum kann_pad_mode {
     KANN_PAD_CONSTANT = 0,
     KANN_PAD_REFLECT = 1, /* mirrored about the edge elements, which are not repeated */

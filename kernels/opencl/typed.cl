@@ -268,3 +268,30 @@ kernel void cast(KANN_KERNEL_ARGS) {
     else
         kann_store_int(y, to, i, v);
 }
+
+/* NDRange: (tile lines). cumsum: the running sum of line (o, i) along the middle axis, as the
+ * reference walks it (forward or reverse, inclusive or exclusive); integers wrap around. */
+kernel void cumsum(KANN_KERNEL_ARGS) {
+    ulong line = (ulong)TILE_BEGIN + get_global_id(0);
+    if (line >= TILE_END) return;
+    const ulong len = U(A_cumsum_len), inner = U(A_cumsum_inner);
+    const uint dtype = U(A_cumsum_dtype);
+    const int exclusive = U(A_cumsum_exclusive) != 0, reverse = U(A_cumsum_reverse) != 0;
+    const ulong o = line / inner, i = line % inner;
+    global const uchar *x = IN_BYTES(A_cumsum_x);
+    global uchar *y = OUT_BYTES(A_cumsum_y);
+    float fsum = 0.0f;
+    ulong isum = 0;
+    for (ulong t = 0; t < len; t++) {
+        ulong e = (o * len + (reverse ? len - 1 - t : t)) * inner + i;
+        if (dtype == DT_F32) {
+            float v = ((global const float *)x)[e];
+            ((global float *)y)[e] = exclusive ? fsum : fsum + v;
+            fsum += v;
+        } else {
+            ulong v = (ulong)kann_load_int(x, dtype, e);
+            kann_store_int(y, dtype, e, (long)(exclusive ? isum : isum + v));
+            isum += v;
+        }
+    }
+}

@@ -113,6 +113,8 @@ static const field_offset more_fields[] = {
     FIELD(binary_typed, b_strides) FIELD(binary_typed, dims) FIELD(binary_typed, dtype)
     FIELD(binary_typed, op) FIELD(binary_typed, rank) FIELD(binary_typed, y)
     FIELD(cast, from) FIELD(cast, to) FIELD(cast, x) FIELD(cast, y)
+    FIELD(cumsum, dtype) FIELD(cumsum, exclusive) FIELD(cumsum, inner) FIELD(cumsum, len)
+    FIELD(cumsum, outer) FIELD(cumsum, reverse) FIELD(cumsum, x) FIELD(cumsum, y)
     FIELD(conv_transpose, bias) FIELD(conv_transpose, c_in) FIELD(conv_transpose, c_out)
     FIELD(conv_transpose, dil) FIELD(conv_transpose, group) FIELD(conv_transpose, in)
     FIELD(conv_transpose, k) FIELD(conv_transpose, out) FIELD(conv_transpose, pad)

@@ -1,5 +1,5 @@
-"""Generated cases for the reductions, normalizations, Hardmax, the losses and broadcasting
-MatMul: each (name, model, inputs, extra kann-c args), references from ONNX Runtime
+"""Generated cases for the reductions, normalizations, Hardmax, CumSum, the losses and
+broadcasting MatMul: each (name, model, inputs, extra kann-c args), references from ONNX Runtime
 (kann_check.py). Shapes are odd-sized so tiles over 2 cores are ragged."""
 import numpy as np
 from onnx import TensorProto, helper
@@ -101,8 +101,34 @@ def matmul_broadcast_cases():
         yield name, m, {"a": randn(r, *sa), "b": randn(r, *sb)}, []
 
 
+def cumsum_cases():
+    r = rng(80)
+    yield (*one("cumsum_axis1", "CumSum", [3, 7, 5], 81, opset=14,
+                inits=[const("axis", np.array(1, np.int64))], extra_inputs=["axis"]), [])
+    yield (*one("cumsum_last_exclusive_reverse", "CumSum", [4, 33], 82, opset=14,
+                inits=[const("axis", np.array(-1, np.int32))], extra_inputs=["axis"],
+                exclusive=1, reverse=1), [])
+    # RoBERTa's position ids: cumsum of the non-padding mask, times the mask, plus the padding
+    # index (int32 scan, int64 result)
+    pad = 1
+    nodes = [helper.make_node("Equal", ["ids", "pad"], ["is_pad"], name="eq"),
+             helper.make_node("Not", ["is_pad"], ["keep"], name="not"),
+             helper.make_node("Cast", ["keep"], ["mask"], name="cast", to=TensorProto.INT32),
+             helper.make_node("CumSum", ["mask", "axis"], ["run"], name="cumsum"),
+             helper.make_node("Mul", ["run", "mask"], ["pos32"], name="mul"),
+             helper.make_node("Cast", ["pos32"], ["pos"], name="cast64", to=I64),
+             helper.make_node("Add", ["pos", "pad"], ["y"], name="add")]
+    m = model(nodes, [vi("ids", [2, 16], I64)], [vi("y", None, I64)],
+              [const("pad", np.array(pad, np.int64)), const("axis", np.array(1, np.int64))], 14)
+    ids = r.integers(2, 1000, (2, 16)).astype(np.int64)
+    ids[0, 11:] = pad
+    ids[1, 5:] = pad
+    yield "cumsum_position_ids", m, {"ids": ids}, []
+
+
 def all_cases():
     yield from reduce_cases()
+    yield from cumsum_cases()
     yield from arg_cases()
     yield from norm_cases()
     yield from loss_cases()

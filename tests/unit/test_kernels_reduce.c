@@ -1,4 +1,5 @@
-/* The reduce, hardmax and nll_loss reference kernels against textbook loops on random shapes,
+/* The reduce, hardmax, cumsum and nll_loss reference kernels against textbook loops on random
+ * shapes,
  * each run as three records with complementary (ragged) tiles; their validators on good and
  * hostile arguments. */
 #include <math.h>
@@ -284,6 +285,97 @@ static void test_hardmax_random(void **state) {
     }
 }
 
+/* ---- cumsum -------------------------------------------------------------------------------- */
+
+/* float32 (summed in order, as a running sum rounds), int32 wrapping past 2^31 and int64, every
+ * flag combination, in place on odd iterations. */
+static void test_cumsum_random(void **state) {
+    (void)state;
+    const uint32_t dtypes[3] = {KANN_DTYPE_F32, KANN_DTYPE_I32, KANN_DTYPE_I64};
+    for (int iter = 0; iter < 120; iter++) {
+        kann_cumsum_args a;
+        memset(&a, 0, sizeof a);
+        a.dtype = dtypes[iter % 3];
+        a.outer = rng_range(1, 5);
+        a.len = rng_range(1, 40);
+        a.inner = rng_range(1, 6);
+        a.exclusive = rng_range(0, 1);
+        a.reverse = rng_range(0, 1);
+        size_t total = (size_t)a.outer * a.len * a.inner, es = a.dtype == KANN_DTYPE_I64 ? 8 : 4;
+        uint8_t x_copy[8 * 1600];
+        uint8_t *xb = (uint8_t *)arena;
+        for (size_t i = 0; i < total; i++) {
+            if (a.dtype == KANN_DTYPE_F32)
+                ((float *)arena)[i] = rng_float() * 100.0f;
+            else if (a.dtype == KANN_DTYPE_I32) /* large: the sums wrap around */
+                ((int32_t *)(void *)xb)[i] = (int32_t)(rng_next() ^ (rng_next() << 16));
+            else
+                ((int64_t *)(void *)xb)[i] = (int64_t)(((uint64_t)rng_next() << 31) ^ rng_next());
+        }
+        memcpy(x_copy, xb, total * es);
+        a.x = at(0);
+        a.y = iter % 2 ? at(0) : at(2 * total); /* float offsets: past x for 8-byte elements */
+        run_tiled(KANN_KERNEL_CUMSUM, &a, a.outer * a.inner);
+        const uint8_t *yb = (const uint8_t *)arena + a.y.offset;
+        for (size_t o = 0; o < a.outer; o++)
+            for (size_t i = 0; i < a.inner; i++) {
+                float fs = 0.0f;
+                uint64_t is = 0;
+                for (size_t t = 0; t < a.len; t++) {
+                    size_t j = a.reverse ? a.len - 1 - t : t, e = (o * a.len + j) * a.inner + i;
+                    if (a.dtype == KANN_DTYPE_F32) {
+                        float v = ((const float *)(const void *)x_copy)[e];
+                        float want = a.exclusive ? fs : fs + v;
+                        assert_true(((const float *)(const void *)yb)[e] == want);
+                        fs += v;
+                    } else if (a.dtype == KANN_DTYPE_I32) {
+                        uint64_t v = (uint64_t)(int64_t)((const int32_t *)(const void *)x_copy)[e];
+                        uint32_t want = (uint32_t)(a.exclusive ? is : is + v);
+                        assert_int_equal((uint32_t)((const int32_t *)(const void *)yb)[e], want);
+                        is += v;
+                    } else {
+                        uint64_t v = (uint64_t)((const int64_t *)(const void *)x_copy)[e];
+                        uint64_t want = a.exclusive ? is : is + v;
+                        assert_true((uint64_t)((const int64_t *)(const void *)yb)[e] == want);
+                        is += v;
+                    }
+                }
+            }
+    }
+}
+
+/* Refused: other dtypes, unknown flags, x or y past the arena, a tile past the lines. */
+static void test_cumsum_validate_hostile(void **state) {
+    (void)state;
+    kann_cumsum_args good;
+    memset(&good, 0, sizeof good);
+    good.dtype = KANN_DTYPE_F32;
+    good.outer = 3;
+    good.len = 5;
+    good.inner = 4;
+    good.x = at(0);
+    good.y = at(100);
+    good.tile = (kann_tile){0, 0, 12, 0};
+    kann_error err;
+    assert_int_equal(kann_kernels[KANN_KERNEL_CUMSUM].validate(&good, &bounds, &err), KANN_OK);
+    kann_cumsum_args bad = good;
+    bad.dtype = KANN_DTYPE_U8;
+    assert_int_not_equal(kann_kernels[KANN_KERNEL_CUMSUM].validate(&bad, &bounds, &err), KANN_OK);
+    bad = good;
+    bad.reverse = 2;
+    assert_int_not_equal(kann_kernels[KANN_KERNEL_CUMSUM].validate(&bad, &bounds, &err), KANN_OK);
+    bad = good;
+    bad.y = at(ARENA_FLOATS - 59); /* 60 floats do not fit */
+    assert_int_not_equal(kann_kernels[KANN_KERNEL_CUMSUM].validate(&bad, &bounds, &err), KANN_OK);
+    bad = good;
+    bad.tile.end = 13;
+    assert_int_not_equal(kann_kernels[KANN_KERNEL_CUMSUM].validate(&bad, &bounds, &err), KANN_OK);
+    bad = good;
+    bad.outer = 0x10000;
+    bad.len = 0x10000; /* 2^32 elements */
+    assert_int_not_equal(kann_kernels[KANN_KERNEL_CUMSUM].validate(&bad, &bounds, &err), KANN_OK);
+}
+
 /* ---- nll_loss ------------------------------------------------------------------------------ */
 
 static void test_nll_loss_random(void **state) {
@@ -351,6 +443,8 @@ int main(void) {
         cmocka_unit_test(test_reduce_random),
         cmocka_unit_test(test_reduce_validate_hostile),
         cmocka_unit_test(test_hardmax_random),
+        cmocka_unit_test(test_cumsum_random),
+        cmocka_unit_test(test_cumsum_validate_hostile),
         cmocka_unit_test(test_nll_loss_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
