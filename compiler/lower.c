@@ -273,6 +273,8 @@ static int lower_node(kc_graph *g, kc_program *p, int id, kc_diag *d) {
         return kc_lower_trilu(g, p, id, d);
     case KC_OP_CumSum:
         return kc_lower_cumsum(g, p, id, d);
+    case KC_OP_TopK:
+        return kc_lower_topk(g, p, id, d);
     case KC_OP_ConvTranspose:
         return kc_lower_conv_transpose(g, p, id, d);
     case KC_OP_GlobalMaxPool:

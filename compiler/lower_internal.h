@@ -51,6 +51,7 @@ int kc_lower_concat(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_reduce(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_hardmax(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_cumsum(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_topk(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_norm(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_lrn(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_loss(kc_graph *g, kc_program *p, int id, kc_diag *d);

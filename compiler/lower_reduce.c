@@ -218,3 +218,34 @@ int kc_lower_cumsum(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     c->macs = (double)kc_value_numel(xv);
     return 0;
 }
+
+/* TopK: x viewed as [outer][len][inner] around the axis, the k best of each line (o, i) in
+ * order (sorted = 0 allows any order: they come sorted too). */
+int kc_lower_topk(kc_graph *g, kc_program *p, int id, kc_diag *d) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), values = n->outputs[0];
+    int indices = n->n_outputs > 1 ? n->outputs[1] : -1;
+    if (indices < 0) { /* both outputs are required by ONNX; the kernel writes both */
+        kc_error_node(d, g, id, "TopK needs both its outputs (Values and Indices)");
+        return 1;
+    }
+    if (kc_need_movable(g, id, x, "input", d)) return 1;
+    const kc_value *xv = kc_val(g, x);
+    int64_t axis, k;
+    if (kc_topk_of(g, id, xv->rank, xv->dims, &axis, &k, d)) return 1;
+    if (kc_value_numel(xv) == 0 || k == 0) return 0;
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_TOPK, id);
+    kann_topk_args *a = c->args;
+    a->dtype = (uint32_t)xv->dtype; /* KC_DTYPE_* and KANN_DTYPE_* both follow ONNX */
+    a->outer = (uint32_t)kc_prod(xv->dims, 0, (int)axis);
+    a->len = (uint32_t)xv->dims[axis];
+    a->inner = (uint32_t)kc_prod(xv->dims, (int)axis + 1, xv->rank);
+    a->k = (uint32_t)k;
+    a->largest = kc_attr_int(n, "largest", 1) != 0;
+    kc_bind(c, offsetof(kann_topk_args, x), x, 0, 0);
+    kc_bind(c, offsetof(kann_topk_args, values), values, 0, 1);
+    kc_bind(c, offsetof(kann_topk_args, indices), indices, 0, 1);
+    kc_set_tile(c, a->outer * a->inner, 1, 0, 0);
+    c->macs = (double)kc_value_numel(xv);
+    return 0;
+}

@@ -1,5 +1,5 @@
 /* Shape functions of the reductions (Reduce*, ArgMax, ArgMin), the normalizations
- * (LayerNormalization, InstanceNormalization, GroupNormalization, LRN), Hardmax and CumSum,
+ * (LayerNormalization, InstanceNormalization, GroupNormalization, LRN), Hardmax, CumSum and TopK,
  * following the ONNX semantics at the node's opset. */
 #include <string.h>
 
@@ -339,5 +339,41 @@ int kc_shape_CumSum(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     int64_t axis;
     if (kc_cumsum_axis_of(g, node, x->rank, &axis, d)) return 1;
     kc_shape_like(&out[0], x);
+    return 0;
+}
+
+int kc_topk_of(const kc_graph *g, int node, int rank, const int64_t *dims, int64_t *axis,
+               int64_t *k, kc_diag *d) {
+    const kc_node *n = &g->nodes[node];
+    if (kc_norm_axis_of(g, node, rank, axis, d)) return 1;
+    if (kc_node_opset(g, node) < 10) {
+        *k = kc_attr_int(n, "k", -1);
+    } else {
+        int v = n->n_inputs > 1 ? n->inputs[1] : -1;
+        if (v < 0 || !kc_is_const(g, v) || kc_const_ints(g, v, k, 1) != 1) {
+            kc_error_node(d, g, node,
+                          "K input%s%s%s must be a constant int64 tensor of one element (the "
+                          "output shape depends on it)",
+                          v >= 0 ? " '" : "", v >= 0 ? g->values[v].name : "", v >= 0 ? "'" : "");
+            return 1;
+        }
+    }
+    if (*k < 0 || *k > dims[*axis]) {
+        kc_error_node(d, g, node, "k %lld is not in 0..%lld (the length of axis %lld)",
+                      (long long)*k, (long long)dims[*axis], (long long)*axis);
+        return 1;
+    }
+    return 0;
+}
+
+int kc_shape_TopK(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
+    const kc_value *x = kc_shape_need(g, node, 0, d);
+    if (!x) return 1;
+    int64_t axis, k;
+    if (kc_topk_of(g, node, x->rank, x->dims, &axis, &k, d)) return 1;
+    kc_shape_like(&out[0], x);
+    out[0].dims[axis] = k;
+    out[1] = out[0];
+    out[1].dtype = KC_DTYPE_INT64;
     return 0;
 }

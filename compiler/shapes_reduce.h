@@ -20,4 +20,10 @@ int kc_norm_axis_of(const kc_graph *g, int node, int rank, int64_t *axis, kc_dia
  * compile time), normalized against rank. Returns 0, or the errors reported. */
 int kc_cumsum_axis_of(const kc_graph *g, int node, int rank, int64_t *axis, kc_diag *d);
 
+/* The axis (default -1) and k of a TopK node: the attribute k before opset 10, then input 1 (a
+ * constant int64 tensor of one element, since the output shape depends on it); 0 <= k <= the
+ * axis length. Returns 0, or the errors reported. */
+int kc_topk_of(const kc_graph *g, int node, int rank, const int64_t *dims, int64_t *axis,
+               int64_t *k, kc_diag *d);
+
 #endif

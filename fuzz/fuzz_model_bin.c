@@ -133,6 +133,10 @@ static double record_work(uint32_t kernel, const void *args) {
         const kann_cumsum_args *a = args;
         return tile * (1.0 + a->len);
     }
+    case KANN_KERNEL_TOPK: { /* each element may move every kept one down */
+        const kann_topk_args *a = args;
+        return tile * (1.0 + a->len * (2.0 + a->k));
+    }
     case KANN_KERNEL_PAD: {
         const kann_pad_args *a = args;
         double row = a->rank >= 1 && a->rank <= KANN_MAX_RANK ? a->dims[a->rank - 1] : 0;

@@ -402,6 +402,19 @@ typedef struct kann_cumsum_args {
     uint32_t exclusive, reverse;
 } kann_cumsum_args;
 
+/* topk: x is [outer][len][inner] of dtype (F32, I32 or I64); for each line (o, i) the k
+ * largest (largest = 1) or smallest elements along the middle axis, best first, go to
+ * values[o][r][i] (dtype) and their positions along the axis to indices[o][r][i] (int64),
+ * r < k <= len. Equal elements keep their order along the axis (the lower index first); a NaN
+ * ranks below every number. Tile axis 0 = lines o * inner + i. */
+typedef struct kann_topk_args {
+    kann_tile tile;
+    kann_ref x, values, indices;
+    uint32_t dtype; /* kann_dtype */
+    uint32_t outer, len, inner, k;
+    uint32_t largest;
+} kann_topk_args;
+
 typedef enum kann_pad_mode {
     KANN_PAD_CONSTANT = 0,
     KANN_PAD_REFLECT = 1, /* mirrored about the edge elements, which are not repeated */

@@ -295,3 +295,58 @@ kernel void cumsum(KANN_KERNEL_ARGS) {
         }
     }
 }
+
+/* topk: whether a ranks strictly before b (kernels/ref/topk.c): larger (or smaller) first, a
+ * NaN after every number, equal values never. */
+inline int kann_topk_before_f32(float a, float b, int largest) {
+    if (isnan(a)) return 0;
+    if (isnan(b)) return 1;
+    return largest ? a > b : a < b;
+}
+
+/* NDRange: (tile lines). The k best of line (o, i), kept sorted in the outputs as they are
+ * found, as the reference does. */
+kernel void topk(KANN_KERNEL_ARGS) {
+    ulong line = (ulong)TILE_BEGIN + get_global_id(0);
+    if (line >= TILE_END) return;
+    const ulong len = U(A_topk_len), inner = U(A_topk_inner), k = U(A_topk_k);
+    const uint dtype = U(A_topk_dtype);
+    const int largest = U(A_topk_largest) != 0, is_f32 = dtype == DT_F32;
+    const ulong o = line / inner, i = line % inner, base = o * k * inner + i;
+    global const uchar *x = IN_BYTES(A_topk_x);
+    global uchar *vals = OUT_BYTES(A_topk_values);
+    global long *idx = (global long *)OUT_BYTES(A_topk_indices);
+    global float *vf_out = (global float *)vals;
+    ulong count = 0;
+    for (ulong j = 0; j < len; j++) {
+        ulong e = (o * len + j) * inner + i;
+        float vf = is_f32 ? ((global const float *)x)[e] : 0.0f;
+        long vi = is_f32 ? 0 : kann_load_int(x, dtype, e);
+        ulong r = count < k ? count : k;
+        while (r > 0) {
+            ulong prev = base + (r - 1) * inner;
+            int before = is_f32 ? kann_topk_before_f32(vf, vf_out[prev], largest)
+                                : (largest ? vi > kann_load_int(vals, dtype, prev)
+                                           : vi < kann_load_int(vals, dtype, prev));
+            if (!before) break;
+            if (r < k) {
+                ulong at = base + r * inner;
+                if (is_f32)
+                    vf_out[at] = vf_out[prev];
+                else
+                    kann_store_int(vals, dtype, at, kann_load_int(vals, dtype, prev));
+                idx[at] = idx[prev];
+            }
+            r--;
+        }
+        if (r < k) {
+            ulong at = base + r * inner;
+            if (is_f32)
+                vf_out[at] = vf;
+            else
+                kann_store_int(vals, dtype, at, vi);
+            idx[at] = (long)j;
+            if (count < k) count++;
+        }
+    }
+}

@@ -115,6 +115,8 @@ static const field_offset more_fields[] = {
     FIELD(cast, from) FIELD(cast, to) FIELD(cast, x) FIELD(cast, y)
     FIELD(cumsum, dtype) FIELD(cumsum, exclusive) FIELD(cumsum, inner) FIELD(cumsum, len)
     FIELD(cumsum, outer) FIELD(cumsum, reverse) FIELD(cumsum, x) FIELD(cumsum, y)
+    FIELD(topk, dtype) FIELD(topk, indices) FIELD(topk, inner) FIELD(topk, k) FIELD(topk, largest)
+    FIELD(topk, len) FIELD(topk, outer) FIELD(topk, values) FIELD(topk, x)
     FIELD(conv_transpose, bias) FIELD(conv_transpose, c_in) FIELD(conv_transpose, c_out)
     FIELD(conv_transpose, dil) FIELD(conv_transpose, group) FIELD(conv_transpose, in)
     FIELD(conv_transpose, k) FIELD(conv_transpose, out) FIELD(conv_transpose, pad)

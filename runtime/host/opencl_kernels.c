@@ -384,6 +384,9 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
     case KANN_KERNEL_CUMSUM: /* one work-item per line of the scan */
         program_launch(l, KANN_OCL_PROGRAM_TYPED, "cumsum", tile_len, 1, 1);
         return KANN_OK;
+    case KANN_KERNEL_TOPK: /* one work-item per line */
+        program_launch(l, KANN_OCL_PROGRAM_TYPED, "topk", tile_len, 1, 1);
+        return KANN_OK;
     case KANN_KERNEL_BINARY_TYPED:
         program_launch(l, KANN_OCL_PROGRAM_TYPED, "binary_typed", tile_len, 1, 1);
         return KANN_OK;

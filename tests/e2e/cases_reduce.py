@@ -1,4 +1,4 @@
-"""Generated cases for the reductions, normalizations, Hardmax, CumSum, the losses and
+"""Generated cases for the reductions, normalizations, Hardmax, CumSum, TopK, the losses and
 broadcasting MatMul: each (name, model, inputs, extra kann-c args), references from ONNX Runtime
 (kann_check.py). Shapes are odd-sized so tiles over 2 cores are ragged."""
 import numpy as np
@@ -126,9 +126,27 @@ def cumsum_cases():
     yield "cumsum_position_ids", m, {"ids": ids}, []
 
 
+def topk_cases():
+    r = rng(90)
+    yield (*one("topk_last_largest", "TopK", [3, 50], 91, opset=11,
+                inits=[const("k", np.array([5], np.int64))], extra_inputs=["k"], n_out=2,
+                out_types=[TensorProto.FLOAT, I64]), [])
+    yield (*one("topk_axis1_smallest", "TopK", [2, 9, 4], 92, opset=11,
+                inits=[const("k", np.array([9], np.int64))], extra_inputs=["k"], n_out=2,
+                out_types=[TensorProto.FLOAT, I64], axis=1, largest=0), [])
+    yield (*one("topk_opset1_attr", "TopK", [4, 7], 93, opset=1, n_out=2,
+                out_types=[TensorProto.FLOAT, I64], k=3), [])
+    # int64 with ties: the lower index first
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", axis=0)
+    m = model([node], [vi("x", [12, 3], I64)], [vi("v", None, I64), vi("i", None, I64)],
+              [const("k", np.array([4], np.int64))], 13)
+    yield "topk_int64_ties", m, {"x": r.integers(0, 4, (12, 3)).astype(np.int64)}, []
+
+
 def all_cases():
     yield from reduce_cases()
     yield from cumsum_cases()
+    yield from topk_cases()
     yield from arg_cases()
     yield from norm_cases()
     yield from loss_cases()

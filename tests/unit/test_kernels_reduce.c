@@ -1,5 +1,5 @@
-/* The reduce, hardmax, cumsum and nll_loss reference kernels against textbook loops on random
- * shapes,
+/* The reduce, hardmax, cumsum, topk and nll_loss reference kernels against textbook loops on
+ * random shapes,
  * each run as three records with complementary (ragged) tiles; their validators on good and
  * hostile arguments. */
 #include <math.h>
@@ -376,6 +376,98 @@ static void test_cumsum_validate_hostile(void **state) {
     assert_int_not_equal(kann_kernels[KANN_KERNEL_CUMSUM].validate(&bad, &bounds, &err), KANN_OK);
 }
 
+/* ---- topk ---------------------------------------------------------------------------------- */
+
+/* Against selection by counting: element j of a line ranks at position (number of elements
+ * that come before it), where "before" is the better value or an equal value at a lower index;
+ * the first k ranks are the output. Values from a small range (many ties), NaNs for float32. */
+static void test_topk_random(void **state) {
+    (void)state;
+    const uint32_t dtypes[3] = {KANN_DTYPE_F32, KANN_DTYPE_I32, KANN_DTYPE_I64};
+    for (int iter = 0; iter < 150; iter++) {
+        kann_topk_args a;
+        memset(&a, 0, sizeof a);
+        a.dtype = dtypes[iter % 3];
+        a.outer = rng_range(1, 4);
+        a.len = rng_range(1, 30);
+        a.inner = rng_range(1, 5);
+        a.k = rng_range(0, a.len);
+        a.largest = rng_range(0, 1);
+        size_t total = (size_t)a.outer * a.len * a.inner, out = (size_t)a.outer * a.k * a.inner;
+        double xv[600];
+        for (size_t e = 0; e < total; e++) {
+            int64_t v = (int64_t)rng_range(0, 9) - 4;
+            xv[e] = (double)v;
+            if (a.dtype == KANN_DTYPE_F32) {
+                int nan = rng_range(0, 15) == 0;
+                ((float *)arena)[e] = nan ? NAN : (float)v;
+                if (nan) xv[e] = NAN;
+            } else if (a.dtype == KANN_DTYPE_I32) {
+                ((int32_t *)(void *)arena)[e] = (int32_t)v;
+            } else {
+                ((int64_t *)(void *)arena)[e] = v;
+            }
+        }
+        a.x = at(0);
+        a.values = at(2 * total);
+        a.indices = at(2 * total + 2 * out + 2);
+        run_tiled(KANN_KERNEL_TOPK, &a, a.outer * a.inner);
+        const uint8_t *vb = (const uint8_t *)arena + a.values.offset;
+        const int64_t *ib = (const int64_t *)(const void *)((const uint8_t *)arena + a.indices.offset);
+        for (size_t o = 0; o < a.outer; o++)
+            for (size_t i = 0; i < a.inner; i++)
+                for (size_t j = 0; j < a.len; j++) {
+                    double v = xv[(o * a.len + j) * a.inner + i];
+                    size_t rank = 0;
+                    for (size_t q = 0; q < a.len; q++) {
+                        double w = xv[(o * a.len + q) * a.inner + i];
+                        int better = isnan(w) ? 0 : isnan(v) ? 1 : a.largest ? w > v : w < v;
+                        int tie_before = q < j && (w == v || (isnan(w) && isnan(v)));
+                        rank += better || tie_before;
+                    }
+                    if (rank >= a.k) continue;
+                    size_t slot = (o * a.k + rank) * a.inner + i;
+                    assert_int_equal(ib[slot], (int64_t)j);
+                    double got = a.dtype == KANN_DTYPE_F32
+                                     ? ((const float *)(const void *)vb)[slot]
+                                 : a.dtype == KANN_DTYPE_I32
+                                     ? ((const int32_t *)(const void *)vb)[slot]
+                                     : (double)((const int64_t *)(const void *)vb)[slot];
+                    assert_true(got == v || (isnan(got) && isnan(v)));
+                }
+    }
+}
+
+/* Refused: k past the axis, other dtypes, unknown flags, indices past the arena. */
+static void test_topk_validate_hostile(void **state) {
+    (void)state;
+    kann_topk_args good;
+    memset(&good, 0, sizeof good);
+    good.dtype = KANN_DTYPE_F32;
+    good.outer = 2;
+    good.len = 10;
+    good.inner = 3;
+    good.k = 4;
+    good.x = at(0);
+    good.values = at(100);
+    good.indices = at(200);
+    good.tile = (kann_tile){0, 0, 6, 0};
+    kann_error err;
+    assert_int_equal(kann_kernels[KANN_KERNEL_TOPK].validate(&good, &bounds, &err), KANN_OK);
+    kann_topk_args bad = good;
+    bad.k = 11;
+    assert_int_not_equal(kann_kernels[KANN_KERNEL_TOPK].validate(&bad, &bounds, &err), KANN_OK);
+    bad = good;
+    bad.dtype = KANN_DTYPE_BOOL;
+    assert_int_not_equal(kann_kernels[KANN_KERNEL_TOPK].validate(&bad, &bounds, &err), KANN_OK);
+    bad = good;
+    bad.largest = 7;
+    assert_int_not_equal(kann_kernels[KANN_KERNEL_TOPK].validate(&bad, &bounds, &err), KANN_OK);
+    bad = good;
+    bad.indices = at(ARENA_FLOATS - 40); /* 24 int64 = 48 floats */
+    assert_int_not_equal(kann_kernels[KANN_KERNEL_TOPK].validate(&bad, &bounds, &err), KANN_OK);
+}
+
 /* ---- nll_loss ------------------------------------------------------------------------------ */
 
 static void test_nll_loss_random(void **state) {
@@ -445,6 +537,8 @@ int main(void) {
         cmocka_unit_test(test_hardmax_random),
         cmocka_unit_test(test_cumsum_random),
         cmocka_unit_test(test_cumsum_validate_hostile),
+        cmocka_unit_test(test_topk_random),
+        cmocka_unit_test(test_topk_validate_hostile),
         cmocka_unit_test(test_nll_loss_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
