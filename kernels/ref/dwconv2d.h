@@ -59,7 +59,9 @@ static inline int kann_dw_band_plan(const kann_dwconv2d_args *a, kann_dw_band *b
     uint64_t reach_r = (uint64_t)(a->k_h - 1) * a->dil_h / a->stride_h;
     uint64_t reach_c = (uint64_t)(a->k_w - 1) * a->dil_w / a->stride_w;
     uint64_t w_h = (uint64_t)a->w_out + reach_c;
-    if (w_h > KANN_DW_BAND_FLOATS || reach_r > KANN_DW_BAND_FLOATS) return 0;
+    /* w_h == 0 (no output columns, a 1-wide window): nothing to lay out, the reference
+     * returns at once */
+    if (w_h == 0 || w_h > KANN_DW_BAND_FLOATS || reach_r > KANN_DW_BAND_FLOATS) return 0;
     size_t plane_of[KANN_DW_MAX_TAPS];
     b->n_planes = 0;
     for (size_t t = 0; t < n_taps; t++) {
