@@ -29,7 +29,10 @@
 /* Floats of the band buffer: 32 KiB, the planes of a band stay in the L1 cache. */
 #define KANN_DW_BAND_FLOATS 8192u
 
-/* Floats past the end of each plane that the last vector of a band may read (lanes dropped). */
+/* Floats past the end of each plane that the last vector of a band may read (lanes dropped),
+ * besides the columns its rightmost taps reach: a plane keeps KANN_DW_SLACK + reach_c floats
+ * after its rows, so that the last vector of the last plane (up to 15 lanes past the band's
+ * pixels, plus the tap's column offset) stays inside the buffer. */
 #define KANN_DW_SLACK 16u
 
 /* Window taps the band layout handles (its offset table lives on the stack). */
@@ -77,13 +80,13 @@ static inline int kann_dw_band_plan(const kann_dwconv2d_args *a, kann_dw_band *b
         }
         plane_of[t] = p;
     }
-    size_t avail = KANN_DW_BAND_FLOATS / b->n_planes;
-    if (avail < KANN_DW_SLACK + (reach_r + 1) * w_h) return 0;
+    size_t avail = KANN_DW_BAND_FLOATS / b->n_planes, slack = KANN_DW_SLACK + (size_t)reach_c;
+    if (avail < slack + (reach_r + 1) * w_h) return 0;
     b->w_h = (size_t)w_h;
     b->reach = (size_t)reach_r;
-    b->rows = (avail - KANN_DW_SLACK) / b->w_h - b->reach;
+    b->rows = (avail - slack) / b->w_h - b->reach;
     if (b->rows >= KANN_DW_ROW_BLOCK) b->rows -= b->rows % KANN_DW_ROW_BLOCK;
-    b->plane = (b->rows + b->reach) * b->w_h + KANN_DW_SLACK;
+    b->plane = (b->rows + b->reach) * b->w_h + slack;
     b->n_taps = n_taps;
     for (size_t t = 0; t < n_taps; t++) {
         size_t r = (size_t)(t / a->k_w) * a->dil_h / a->stride_h;
