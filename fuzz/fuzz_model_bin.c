@@ -149,8 +149,14 @@ static double record_work(uint32_t kernel, const void *args) {
     case KANN_KERNEL_F32_CONV_TRANSPOSE: {
         const kann_conv_transpose_args *a = args;
         double out = (double)a->out[0] * a->out[1] * a->out[2];
-        double spread = (1.0 + (double)a->in[0] * a->k[0]) *
-                        (1.0 + (double)a->in[1] * a->k[1] * (1.0 + (double)a->in[2] * a->k[2]));
+        /* every loop level counts, an empty inner loop too */
+        double spread =
+            1.0 + (double)a->in[0] *
+                      (1.0 + (double)a->k[0] *
+                                 (1.0 + (double)a->in[1] *
+                                            (1.0 + (double)a->k[1] *
+                                                       (1.0 + (double)a->in[2] *
+                                                                  (1.0 + (double)a->k[2])))));
         return tile * (2.0 + 2.0 * out + (double)(a->c_in / (a->group ? a->group : 1)) * spread);
     }
     case KANN_KERNEL_F32_CONV_ND: {

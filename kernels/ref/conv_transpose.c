@@ -48,7 +48,9 @@ void kann_f32_conv_transpose_ref(const void *args, const kann_exec *ex) {
         float b = bias ? bias[m] : 0.0f;
         for (size_t i = 0; i < out_sp; i++)
             yp[i] = b;
-        for (size_t c = 0; c < cpg; c++) {
+        /* an empty input or window contributes nothing: skip the loops that would step
+         * through the other extents for nothing */
+        for (size_t c = 0; in_sp && k_sp && c < cpg; c++) {
             size_t ci = g * cpg + c;
             scatter_plane(a, x + (n * a->c_in + ci) * in_sp, w + (ci * mpg + mm) * k_sp, yp);
         }
