@@ -24,6 +24,15 @@
 #define TILE_BEGIN U(1)
 #define TILE_END U(2)
 
+/* CPU-style kernels (local size 1) walk rows or blocks in bands, a few large work-items rather
+ * than one per element: PoCL spends microseconds on each work-group. The n units are split
+ * evenly over the global size of `axis`; work-item i along it takes units [*lo, *hi). */
+inline void kann_band(uint n, uint axis, uint *lo, uint *hi) {
+    uint items = (uint)get_global_size(axis), per = (n + items - 1) / items;
+    *lo = min(n, (uint)get_global_id(axis) * per);
+    *hi = min(n, *lo + per);
+}
+
 /* kann_act_kind, applied one value at a time (the kind known only at run time). Comparisons
  * are written so that NaN stays NaN, as in the reference kernels. */
 inline float kann_clip(float x, float lo, float hi) {
@@ -81,6 +90,17 @@ inline float kann_act(uint kind, float alpha, float beta, float x) {
     default:
         return x;
     }
+}
+
+/* kann_act on 16 lanes: identity and ReLU as vector selects, the others lane by lane. */
+inline float16 kann_act16(uint kind, float alpha, float beta, float16 v) {
+    if (kind == 0) return v;
+    if (kind == 1) return select(v, (float16)(0.0f), v < (float16)(0.0f));
+    float t[16];
+    vstore16(v, 0, t);
+    for (int j = 0; j < 16; j++)
+        t[j] = kann_act(kind, alpha, beta, t[j]);
+    return vload16(0, t);
 }
 
 #define ACT_ARGS(family)                                                                           \

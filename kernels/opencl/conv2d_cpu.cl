@@ -7,9 +7,11 @@
  * Build macros: FAM (conv2d or conv2d_packed: the argument struct), PACKED, KH KW SH SW DH DW
  * PT PL (window), ACT, HAS_BIAS, HAS_RES, MB (1, 8 or 12; > 1 only with group 1), VW (8 or 16
  * lanes), NV (1 or 2 vectors per channel), POINTWISE (1x1, stride 1, no padding: pixels
- * flattened). The record's tile is channels (axis 0), output rows (axis 1 of conv2d) or output
+ * flattened), WIDE (stride 1, every window inside the input: outputs numbered in the input's
+ * row pitch). The record's tile is channels (axis 0), output rows (axis 1 of conv2d) or output
  * pixels (axis 1 of conv2d_packed); pixels outside it are computed but not stored.
- * NDRange: (pixel blocks, rows (1 when POINTWISE), batch * channel blocks). */
+ * NDRange: (bands of pixel blocks, bands of rows (1 when POINTWISE or WIDE), batch * channel
+ * blocks); a work-item loops over the blocks or rows of its band (kann_band). */
 
 #define PIX (VW * NV)
 #define CAT3(a, b, c) a##b##c
@@ -98,13 +100,31 @@ inline void store_run(VT acc, float bias, global const float *res, global float 
     }
 }
 
+#if WIDE
+/* The lanes of a run of VW outputs at q = qv + j in the input's row pitch (q = oh * w_in + ow)
+ * that are outputs of the tile's pixels [p_b, p_e), stored row by row: lane j of row oh is
+ * output pixel oh * w_out + qv + j - oh * w_in. */
+inline void store_wide(VT acc, float bias, global const float *res, global float *y, int qv,
+                       int w_in, int w_out, int h_out, int p_b, int p_e, float alpha, float beta) {
+    const int last = min(h_out - 1, (qv + VW - 1) / w_in);
+    for (int oh = qv / w_in; oh <= last; oh++) {
+        const int shift = oh * (w_out - w_in) + qv; /* lane j is output pixel shift + j */
+        const int lo = max(oh * w_in - qv, p_b - shift);
+        const int hi = min(oh * w_in + w_out - qv, p_e - shift);
+        if (hi <= max(lo, 0)) continue;
+        store_run(acc, bias, res + shift, y + shift, max(lo, 0), min(hi, VW), alpha, beta);
+    }
+}
+#endif
+
 #define DECL_ACC2(q, v) VT acc##q##_##v = (VT)(0.0f);
 #define DECL_ACC(q) FOR_V(DECL_ACC2, q)
 #if PACKED
 /* panel layout w[(m / 12) * K * 12 + k * 12 + m % 12]; channels up to the panel end exist */
 #define W_STEP 12
 #define DECL_W(q)                                                                                  \
-    global const float *w##q = w + (size_t)(min(m0 + q, m_pad) / 12) * wf * 12 + min(m0 + q, m_pad) % 12;
+    global const float *w##q =                                                                     \
+        w + (size_t)(min(m0 + q, m_pad) / 12) * wf * 12 + min(m0 + q, m_pad) % 12;
 #else
 #define W_STEP 1
 #define DECL_W(q) global const float *w##q = w + (size_t)min(m0 + q, m_last) * wf;
@@ -116,7 +136,7 @@ inline void store_run(VT acc, float bias, global const float *res, global float 
         FOR_V(FMA2, q)                                                                             \
     }
 #define STORE2(q, v)                                                                               \
-    store_run(acc##q##_##v, bias_##q, res_base + out_off(q, v), y + out_off(q, v), lo##v, hi##v, \
+    store_run(acc##q##_##v, bias_##q, res_base + out_off(q, v), y + out_off(q, v), lo##v, hi##v,   \
               alpha, beta);
 #if HAS_BIAS
 #define LOAD_BIAS(q) float bias_##q = bias[min(m0 + q, m_last)];
@@ -170,50 +190,107 @@ kernel void f32_conv(KANN_KERNEL_ARGS) {
 #else
     global const float *res_base = y;
 #endif
-    FOR_M(DECL_ACC)
     FOR_M(DECL_W)
+    /* A work-item takes a band of pixel blocks (or rows) along axis 0 (or 1), kann_band: few
+     * enough work-items that PoCL's cost per work-group stays small beside the work. */
+    uint band_lo, band_hi;
 #if POINTWISE
     const size_t plane = (size_t)h_out * w_out;
-    const int p0 = (int)(p_b + get_global_id(0) * PIX);
-#define LANES(v)                                                                                   \
-    const int lo##v = 0, hi##v = clamp((int)p_e - p0 - (v)*VW, 0, VW);
-    FOR_X(LANES)
-    global const float *xp = x + p0;
-    if (p0 + PIX <= (int)p_e) {
-        for (uint c = 0; c < cpg; c++) {
-            const uint tap = c;
-            global const float *xc = xp + c * plane;
+    kann_band((p_e - p_b + PIX - 1) / PIX, 0, &band_lo, &band_hi);
+    for (uint blk = band_lo; blk < band_hi; blk++) {
+        FOR_M(DECL_ACC)
+        const int p0 = (int)(p_b + blk * PIX);
+#define LANES(v) const int lo##v = 0, hi##v = clamp((int)p_e - p0 - (v)*VW, 0, VW);
+        FOR_X(LANES)
+        global const float *xp = x + p0;
+        if (p0 + PIX <= (int)p_e) {
+            for (uint c = 0; c < cpg; c++) {
+                const uint tap = c;
+                global const float *xc = xp + c * plane;
 #define LOADF(v) VT xv##v = VLOAD(0, xc + (v)*VW);
-            FOR_X(LOADF)
-            FOR_M(FMA)
-        }
-    } else {
-        for (uint c = 0; c < cpg; c++) {
-            const uint tap = c;
-            global const float *xc = xp + c * plane;
+                FOR_X(LOADF)
+                FOR_M(FMA)
+            }
+        } else {
+            for (uint c = 0; c < cpg; c++) {
+                const uint tap = c;
+                global const float *xc = xp + c * plane;
 #define LOADP(v) VT xv##v = load_part(xc + (v)*VW, 0, hi##v);
-            FOR_X(LOADP)
-            FOR_M(FMA)
+                FOR_X(LOADP)
+                FOR_M(FMA)
+            }
         }
-    }
 #define out_off(q, v) (((size_t)img * c_out + m0 + (q)) * plane + p0 + (v)*VW)
-    FOR_M(STORE)
+        FOR_M(STORE)
+    }
+#elif WIDE
+    /* Stride 1, every window inside x (an input f32_pad2d padded): outputs numbered in x's
+     * row pitch, q = oh * w_in + ow, read x[q + kh * DH * w_in + kw * DW] for tap (kh, kw), so
+     * a run of PIX of them is PIX contiguous inputs per tap, whatever w_out. The lanes at
+     * ow >= w_out compute garbage that is not stored (w_in - w_out of every w_in). */
+    const uint x_plane = h_in * w_in;
+    global const float *x_end = x + (size_t)cpg * x_plane;
+    const size_t plane = (size_t)h_out * w_out;
+    const uint r0 = p_b / w_out, r1 = (p_e - 1) / w_out + 1;
+    kann_band(((r1 - r0 - 1) * w_in + w_out + PIX - 1) / PIX, 0, &band_lo, &band_hi);
+    for (uint blk = band_lo; blk < band_hi; blk++) {
+        FOR_M(DECL_ACC)
+        const int q0 = (int)(r0 * w_in + blk * PIX);
+        const int span = PIX + (KH - 1) * DH * (int)w_in + (KW - 1) * DW;
+        /* the loop over channels and taps, with one way of loading the input vectors */
+#define WIDE_LOOP(LOADX, c_begin, c_end)                                                           \
+    for (uint c = c_begin; c < c_end; c++) {                                                       \
+        global const float *xc = x + c * x_plane + q0;                                             \
+        for (int kh = 0; kh < KH; kh++) {                                                          \
+            for (int kw = 0; kw < KW; kw++) {                                                      \
+                const uint tap = (c * KH + kh) * KW + kw;                                          \
+                global const float *xt = xc + kh * DH * (int)w_in + kw * DW;                       \
+                FOR_X(LOADX)                                                                       \
+                FOR_M(FMA)                                                                         \
+            }                                                                                      \
+        }                                                                                          \
+    }
+#define LOAD_WIDE(v) VT xv##v = VLOAD(0, xt + (v)*VW);
+        /* The lanes past the end of a plane read the next plane (not stored); past the last
+         * plane's end they load zero. Channels [0, c_fast) read nothing past it. */
+#define LOAD_WIDE_END(v)                                                                           \
+    VT xv##v = load_part(xt + (v)*VW, 0, clamp((int)(x_end - xt) - (v)*VW, 0, VW));
+        const int past = (int)(cpg * x_plane) - q0 - span;
+        const uint c_fast = past >= 0 ? min(cpg, (uint)past / x_plane + 1) : 0;
+        WIDE_LOOP(LOAD_WIDE, 0, c_fast)
+        WIDE_LOOP(LOAD_WIDE_END, c_fast, cpg)
+#define STORE_WIDE2(q, v)                                                                          \
+    store_wide(acc##q##_##v, bias_##q, res_base + out_off(q), y + out_off(q), q0 + (v)*VW,         \
+               (int)w_in, (int)w_out, (int)h_out, (int)p_b, (int)p_e, alpha, beta);
+#define out_off(q) (((size_t)img * c_out + m0 + (q)) * plane)
+#define STORE_WIDE(q)                                                                              \
+    if (q < nb) {                                                                                  \
+        LOAD_BIAS(q)                                                                               \
+        FOR_V(STORE_WIDE2, q)                                                                      \
+    }
+        FOR_M(STORE_WIDE)
+    }
 #else
     const uint x_plane = h_in * w_in;
     global const float *x_end = x + (size_t)cpg * x_plane;
-    const int oh = (int)(p_b / w_out + get_global_id(1));
-    const int ow0 = (int)(get_global_id(0) * PIX);
-    const int ih0 = oh * SH - PT, iw0 = ow0 * SW - PL;
-    /* lanes of this row's block that lie inside the tile's pixels */
-    const int row_lo = (int)p_b - oh * (int)w_out - ow0, row_hi = (int)p_e - oh * (int)w_out - ow0;
+    const uint r0 = p_b / w_out, r1 = (p_e - 1) / w_out + 1;
+    kann_band(r1 - r0, 1, &band_lo, &band_hi);
+    for (uint row = band_lo; row < band_hi; row++) {
+        FOR_M(DECL_ACC)
+        const int oh = (int)(r0 + row);
+        const int ow0 = (int)(get_global_id(0) * PIX);
+        const int ih0 = oh * SH - PT, iw0 = ow0 * SW - PL;
+        /* lanes of this row's block that lie inside the tile's pixels */
+        const int row_lo = (int)p_b - oh * (int)w_out - ow0,
+                  row_hi = (int)p_e - oh * (int)w_out - ow0;
 #define LANES(v)                                                                                   \
     const int lanes##v = clamp((int)w_out - ow0 - (v)*VW, 0, VW);                                  \
     const int lo##v = clamp(row_lo - (v)*VW, 0, lanes##v);                                         \
     const int hi##v = clamp(row_hi - (v)*VW, lo##v, lanes##v);
-    FOR_X(LANES)
-    const bool full =
-        ow0 + PIX <= (int)w_out && iw0 >= 0 && iw0 + PIX * SW + (KW - 1) * DW <= (int)w_in;
-    /* the loop over channels and taps, with one way of loading the input vectors */
+        FOR_X(LANES)
+        const bool full =
+            ow0 + PIX <= (int)w_out && iw0 >= 0 && iw0 + PIX * SW + (KW - 1) * DW <= (int)w_in;
+        /* the loop over channels and taps, with one way of loading the input vectors */
 #define CONV_LOOP(LOADX)                                                                           \
     for (uint c = 0; c < cpg; c++) {                                                               \
         global const float *xc = x + c * x_plane;                                                  \
@@ -231,13 +308,13 @@ kernel void f32_conv(KANN_KERNEL_ARGS) {
 #define LOAD_FULL(v) VT xv##v = load_row(xr + iw0 + kw * DW + (v)*VW * SW);
 #define LOAD_EDGE(v)                                                                               \
     VT xv##v = load_edge(xr, iw0 + kw * DW + (v)*VW * SW, (int)w_in, lanes##v, x, x_end);
-    if (full) {
-        CONV_LOOP(LOAD_FULL)
-    } else {
-        CONV_LOOP(LOAD_EDGE)
+        if (full) {
+            CONV_LOOP(LOAD_FULL)
+        } else {
+            CONV_LOOP(LOAD_EDGE)
+        }
+#define out_off(q, v) ((((size_t)img * c_out + m0 + (q)) * h_out + oh) * w_out + ow0 + (v)*VW)
+        FOR_M(STORE)
     }
-#define out_off(q, v)                                                                              \
-    ((((size_t)img * c_out + m0 + (q)) * h_out + oh) * w_out + ow0 + (v)*VW)
-    FOR_M(STORE)
 #endif
 }

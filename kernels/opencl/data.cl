@@ -236,7 +236,8 @@ kernel void pad(KANN_KERNEL_ARGS) {
                        x_row * n_in + (size_t)c, es);
 }
 
-/* NDRange: (w_out, rows c * h_out + i of the tile). Zero outside x (a conv's padding). */
+/* f32_pad2d, GPU style. NDRange: (w_out, rows c * h_out + i of the tile). Zero outside x (a
+ * conv's padding). */
 kernel void f32_pad2d(KANN_KERNEL_ARGS) {
     const size_t w_out = U(A_pad2d_w_out), h_out = U(A_pad2d_h_out);
     const uint h_in = U(A_pad2d_h_in), w_in = U(A_pad2d_w_in);
@@ -249,4 +250,48 @@ kernel void f32_pad2d(KANN_KERNEL_ARGS) {
     if (i >= 0 && i < h_in && jx >= 0 && jx < w_in)
         v = IN_REF(A_pad2d_x)[(c * h_in + (size_t)i) * w_in + (size_t)jx];
     OUT_REF(A_pad2d_y)[r * w_out + j] = v;
+}
+
+/* y[0, n) = 0 */
+inline void zero_run(global float *y, uint n) {
+    uint j = 0;
+    for (; j + 16 <= n; j += 16)
+        vstore16((float16)(0.0f), 0, y + j);
+    for (; j < n; j++)
+        y[j] = 0.0f;
+}
+
+/* y[0, n) = x[0, n) */
+inline void copy_run(global float *y, global const float *x, uint n) {
+    uint j = 0;
+    for (; j + 16 <= n; j += 16)
+        vstore16(vload16(0, x + j), 0, y + j);
+    for (; j < n; j++)
+        y[j] = x[j];
+}
+
+/* f32_pad2d, CPU style: a band of output rows per work-item (kann_band), each row its left
+ * padding, the copied run and its right padding, 16 floats at a time.
+ * NDRange: (bands of the tile's rows). */
+kernel void f32_pad2d_rows(KANN_KERNEL_ARGS) {
+    const uint w_out = U(A_pad2d_w_out), h_out = U(A_pad2d_h_out);
+    const uint h_in = U(A_pad2d_h_in), w_in = U(A_pad2d_w_in);
+    const uint pad_top = U(A_pad2d_pad_top), left = min(U(A_pad2d_pad_left), w_out);
+    /* the columns copied from x: [left, left + run); a crop leaves some of x out */
+    const uint run = min(w_in, w_out - left);
+    global const float *x = IN_REF(A_pad2d_x);
+    global float *y = OUT_REF(A_pad2d_y);
+    uint lo, hi;
+    kann_band(TILE_END - TILE_BEGIN, 0, &lo, &hi);
+    for (uint r = TILE_BEGIN + lo; r < TILE_BEGIN + hi; r++) {
+        global float *yr = y + (size_t)r * w_out;
+        uint c = r / h_out, i = r - c * h_out;
+        if (i < pad_top || i - pad_top >= h_in) {
+            zero_run(yr, w_out);
+            continue;
+        }
+        zero_run(yr, left);
+        copy_run(yr + left, x + ((size_t)c * h_in + (i - pad_top)) * w_in, run);
+        zero_run(yr + left + run, w_out - left - run);
+    }
 }

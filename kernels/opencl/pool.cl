@@ -11,18 +11,14 @@ inline uint taps_inside(int first, int dil, int k, int lower, int upper) {
     return n;
 }
 
-/* NDRange: (w_out, h_out, planes of the tile). */
-kernel void f32_pool2d(KANN_KERNEL_ARGS) {
-    const uint w_out = U(A_pool2d_w_out), h_out = U(A_pool2d_h_out);
-    uint ow = get_global_id(0), oh = get_global_id(1), p = TILE_BEGIN + get_global_id(2);
-    if (ow >= w_out || oh >= h_out || p >= TILE_END) return;
+/* One output (oh, ow) of plane x: the max or the mean of its window, activated. */
+inline float pool_at(global const uint *args, uint at, global const float *x, int oh, int ow) {
     const int h_in = I(A_pool2d_h_in), w_in = I(A_pool2d_w_in);
     const int k_h = I(A_pool2d_k_h), k_w = I(A_pool2d_k_w);
     const int dil_h = I(A_pool2d_dil_h), dil_w = I(A_pool2d_dil_w);
-    const int ih0 = (int)oh * I(A_pool2d_stride_h) - I(A_pool2d_pad_top);
-    const int iw0 = (int)ow * I(A_pool2d_stride_w) - I(A_pool2d_pad_left);
+    const int ih0 = oh * I(A_pool2d_stride_h) - I(A_pool2d_pad_top);
+    const int iw0 = ow * I(A_pool2d_stride_w) - I(A_pool2d_pad_left);
     const bool is_max = U(A_pool2d_kind) == 0;
-    global const float *x = IN_REF(A_pool2d_x) + (size_t)p * h_in * w_in;
     float acc = is_max ? -INFINITY : 0.0f;
     for (int kh = 0; kh < k_h; kh++) {
         int ih = ih0 + kh * dil_h;
@@ -47,7 +43,118 @@ kernel void f32_pool2d(KANN_KERNEL_ARGS) {
         acc = 0.0f; /* a window that covers nothing */
     else if (!is_max)
         acc /= (float)n;
-    OUT_REF(A_pool2d_y)[((size_t)p * h_out + oh) * w_out + ow] = kann_act(ACT_ARGS(pool2d), acc);
+    return kann_act(ACT_ARGS(pool2d), acc);
+}
+
+/* f32_pool2d, GPU style. NDRange: (w_out, h_out, planes of the tile). */
+kernel void f32_pool2d(KANN_KERNEL_ARGS) {
+    const uint w_out = U(A_pool2d_w_out), h_out = U(A_pool2d_h_out);
+    uint ow = get_global_id(0), oh = get_global_id(1), p = TILE_BEGIN + get_global_id(2);
+    if (ow >= w_out || oh >= h_out || p >= TILE_END) return;
+    global const float *x = IN_REF(A_pool2d_x) + (size_t)p * U(A_pool2d_h_in) * U(A_pool2d_w_in);
+    OUT_REF(A_pool2d_y)[((size_t)p * h_out + oh) * w_out + ow] = pool_at(args, at, x, oh, ow);
+}
+
+/* 16 values of input row p at p[j * stride], stride 1 or 2, every one inside the row: the
+ * loads read nothing past the last of them. */
+inline float16 pool_load16(global const float *p, int stride) {
+    if (stride == 1) return vload16(0, p);
+    float16 a = vload16(0, p), b = vload16(0, p + 15);
+    return (float16)(a.even, b.odd);
+}
+
+/* Input row values at iw = first + j * stride for lanes j < lanes, `outside` (neutral for the
+ * max or the sum) where iw lies outside [0, w_in) or the lane past `lanes`. */
+inline float16 pool_gather16(global const float *row, int first, int stride, int w_in, int lanes,
+                             float outside) {
+    float t[16];
+    if (w_in <= 0) return (float16)(outside); /* an empty row: nothing to clamp into */
+    for (int j = 0; j < 16; j++) {
+        int iw = first + j * stride;
+        float v = row[clamp(iw, 0, w_in - 1)];
+        t[j] = j < lanes && iw >= 0 && iw < w_in ? v : outside;
+    }
+    return vload16(0, t);
+}
+
+/* f32_pool2d, CPU style: a band of output rows (plane, oh) per work-item (kann_band), 16
+ * outputs at a time. Outputs whose windows lie inside the input's columns load their taps as
+ * vectors (strides 1 and 2); the others (the row's edges, other strides) gather them lane by
+ * lane, with their own window counts. NDRange: (bands of the tile's planes * h_out rows). */
+kernel void f32_pool2d_rows(KANN_KERNEL_ARGS) {
+    const int w_out = I(A_pool2d_w_out), h_out = I(A_pool2d_h_out);
+    const int h_in = I(A_pool2d_h_in), w_in = I(A_pool2d_w_in);
+    const int k_h = I(A_pool2d_k_h), k_w = I(A_pool2d_k_w);
+    const int dil_h = I(A_pool2d_dil_h), dil_w = I(A_pool2d_dil_w);
+    const int s_h = I(A_pool2d_stride_h), s_w = I(A_pool2d_stride_w);
+    const int pad_top = I(A_pool2d_pad_top), pad_left = I(A_pool2d_pad_left);
+    const bool is_max = U(A_pool2d_kind) == 0, count_pad = !is_max && U(A_pool2d_count_include_pad);
+    /* the rows (columns) a count includes: the input's, or the padded input's */
+    const int h_lo = count_pad ? -pad_top : 0,
+              h_hi = h_in + (count_pad ? I(A_pool2d_pad_bottom) : 0);
+    const int w_lo = count_pad ? -pad_left : 0,
+              w_hi = w_in + (count_pad ? I(A_pool2d_pad_right) : 0);
+    const float outside = is_max ? -INFINITY : 0.0f;
+    /* outputs [ow_in, ow_end) have every column tap inside [0, w_in) */
+    const int ow_in = (pad_left + s_w - 1) / s_w;
+    const int last = w_in - 1 + pad_left - (k_w - 1) * dil_w;
+    const int ow_end = s_w <= 2 && last >= 0 ? min(w_out, last / s_w + 1) : 0;
+    global const float *x = IN_REF(A_pool2d_x);
+    const size_t x_len = (size_t)TILE_END * h_in * w_in; /* x holds at least the tile's planes */
+    global float *y = OUT_REF(A_pool2d_y);
+    uint lo, hi;
+    kann_band((TILE_END - TILE_BEGIN) * (uint)h_out, 0, &lo, &hi);
+    for (uint r = lo; r < hi; r++) {
+        const uint p = TILE_BEGIN + r / (uint)h_out;
+        const int oh = (int)(r % (uint)h_out);
+        global const float *xp = x + (size_t)p * h_in * w_in;
+        global float *yr = y + ((size_t)p * h_out + oh) * w_out;
+        const int ih0 = oh * s_h - pad_top;
+        const uint rows = taps_inside(ih0, dil_h, k_h, h_lo, h_hi);
+        const size_t x_row_end = ((size_t)p * h_in + h_in - 1) * w_in; /* its last row */
+        for (int ow = 0; ow < w_out; ow += 16) {
+            const int lanes = min(16, w_out - ow), iw0 = ow * s_w - pad_left;
+            /* a row's last, partial block loads whole vectors too where they end inside x
+             * (the lanes past the row read the next row and are not stored) */
+            const bool inside =
+                ow >= ow_in && ow + lanes <= ow_end &&
+                (lanes == 16 || x_row_end + iw0 + (k_w - 1) * dil_w + 15 * s_w < x_len);
+            float16 acc = (float16)(outside);
+            /* the taps of the window rows inside the input, one way of loading them (two
+             * loops, so that the vector one carries no gather) */
+#define POOL_TAPS(LOAD)                                                                            \
+    for (int kh = 0; kh < k_h; kh++) {                                                             \
+        const int ih = ih0 + kh * dil_h;                                                           \
+        if (ih < 0 || ih >= h_in) continue;                                                        \
+        global const float *xr = xp + (size_t)ih * w_in;                                           \
+        for (int kw = 0; kw < k_w; kw++) {                                                         \
+            const int first = iw0 + kw * dil_w;                                                    \
+            float16 v = LOAD;                                                                      \
+            acc = is_max ? select(acc, v, v > acc) : acc + v;                                      \
+        }                                                                                          \
+    }
+            if (inside)
+                POOL_TAPS(pool_load16(xr + first, s_w))
+            else
+                POOL_TAPS(pool_gather16(xr, first, s_w, w_in, lanes, outside))
+            /* the window counts: rows times columns, the columns per lane at the edges */
+            float cols[16];
+            for (int j = 0; j < 16; j++)
+                cols[j] = inside ? k_w : taps_inside(iw0 + j * s_w, dil_w, k_w, w_lo, w_hi);
+            const float16 n = (float)rows * vload16(0, cols);
+            if (!is_max) acc /= n;
+            acc = select(acc, (float16)(0.0f), n == (float16)(0.0f)); /* a window of nothing */
+            acc = kann_act16(ACT_ARGS(pool2d), acc);
+            if (lanes == 16) {
+                vstore16(acc, 0, yr + ow);
+            } else {
+                float t[16];
+                vstore16(acc, 0, t);
+                for (int j = 0; j < lanes; j++)
+                    yr[ow + j] = t[j];
+            }
+        }
+    }
 }
 
 /* NDRange: (planes of the tile). Eight partial sums, combined as the reference kernel does. */
@@ -63,6 +170,6 @@ kernel void f32_global_avgpool(KANN_KERNEL_ARGS) {
     for (; i < spatial; i++)
         s.s0 += x[i];
     float sum = ((s.s0 + s.s1) + (s.s2 + s.s3)) + ((s.s4 + s.s5) + (s.s6 + s.s7));
-    OUT_REF(A_global_avgpool_y)[p] =
-        kann_act(ACT_ARGS(global_avgpool), sum * (1.0f / (float)spatial));
+    OUT_REF(A_global_avgpool_y)
+    [p] = kann_act(ACT_ARGS(global_avgpool), sum * (1.0f / (float)spatial));
 }

@@ -1,5 +1,8 @@
 /* conv2d_packed for AVX-512: a 12 x 32 register tile (24 ZMM accumulators) over one weight
- * panel and a 32-column strip of B, bias, residual and activation fused into the store. */
+ * panel and a 32-column strip of B, bias, residual and activation fused into the store.
+ * A strip's ragged end is cut to what it holds: 16 columns or fewer run one vector per row,
+ * and a few columns past a whole vector (the 49th pixel of a 7x7 map, the 4 past 192 of a
+ * 14x14 one) turn the tile around, the panel's channels in the lanes (column_tail). */
 #include <immintrin.h>
 
 #include "kann_x86.h"
@@ -81,8 +84,9 @@ static __attribute__((noinline)) void epilogue(const kann_conv_tile *t,
 }
 
 /* The register tile for the first `rows` channels of the panel (4, 8 or 12: a panel's last
- * rows past c_out are not computed). */
-static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile *t, int rows) {
+ * rows past c_out are not computed) and `nvec` vectors of 16 columns (1 when n <= 16). */
+static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile *t, int rows,
+                                                            int nvec) {
     __m512 c[KANN_CONV_PANEL][2];
     size_t n = t->n;
     __mmask16 m0 = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
@@ -92,7 +96,7 @@ static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile
         c[r][0] = c[r][1] = _mm512_setzero_ps();
         if (!t->first && (size_t)r < t->mr) { /* continue the partial sums in y */
             c[r][0] = _mm512_maskz_loadu_ps(m0, t->y + r * t->ldy);
-            c[r][1] = _mm512_maskz_loadu_ps(m1, t->y + r * t->ldy + 16);
+            if (nvec > 1) c[r][1] = _mm512_maskz_loadu_ps(m1, t->y + r * t->ldy + 16);
         }
     }
     const float *w = t->w;
@@ -104,13 +108,14 @@ static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile
             const float *b = bg + taps[tap];
             /* the same B columns two groups on (in a wide strip: two channels on) */
             _mm_prefetch((const char *)(b + 2 * b_stride), _MM_HINT_T0);
-            _mm_prefetch((const char *)(b + 2 * b_stride + 31), _MM_HINT_T0);
-            __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+            if (nvec > 1) _mm_prefetch((const char *)(b + 2 * b_stride + 31), _MM_HINT_T0);
+            __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
+            __m512 b1 = nvec > 1 ? _mm512_maskz_loadu_ps(m1, b + 16) : b0;
 #pragma GCC unroll 12
             for (int r = 0; r < rows; r++) {
                 __m512 a = _mm512_set1_ps(w[r]);
                 c[r][0] = _mm512_fmadd_ps(a, b0, c[r][0]);
-                c[r][1] = _mm512_fmadd_ps(a, b1, c[r][1]);
+                if (nvec > 1) c[r][1] = _mm512_fmadd_ps(a, b1, c[r][1]);
             }
         }
     }
@@ -119,7 +124,7 @@ static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile
         for (int r = 0; r < rows; r++) {
             if ((size_t)r >= t->mr) break;
             _mm512_mask_storeu_ps(t->y + r * t->ldy, m0, c[r][0]);
-            _mm512_mask_storeu_ps(t->y + r * t->ldy + 16, m1, c[r][1]);
+            if (nvec > 1) _mm512_mask_storeu_ps(t->y + r * t->ldy + 16, m1, c[r][1]);
         }
         return;
     }
@@ -129,18 +134,159 @@ static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) {
         out[r][0] = c[r][0];
-        out[r][1] = c[r][1];
+        out[r][1] = nvec > 1 ? c[r][1] : _mm512_setzero_ps(); /* past n: not stored */
     }
     epilogue(t, out);
 }
 
+/* A strip's column tail of at most this many columns goes through column_tail: per reduction
+ * step and column it costs a broadcast and an FMA (and a weight load per step shared by the
+ * columns), against 12 broadcasts and 12 FMAs of a 16-column vector. */
+#define TAIL_COLS 8
+
+/* Independent FMA chains of the column tail: enough to cover the FMA latency on both ports. */
+#define TAIL_CHAINS 8
+
+/* C columns [j0, j0 + C) of a column tail (C = 1, 2 or 4; those at or past n repeat column
+ * n - 1, so B is read only where it exists, and are not stored): acc[j][r] (channel r of
+ * column j) gets their sums added. With fewer columns than chains the reduction is dealt over
+ * P = TAIL_CHAINS / C phases (consecutive groups in different chains), summed at the end. */
+static inline __attribute__((always_inline)) void tail_columns(const kann_conv_tile *t, size_t j0,
+                                                               int C, float acc[TAIL_COLS][16]) {
+    const int P = TAIL_CHAINS / C;
+    size_t col[4];
+    __m512 d[TAIL_CHAINS];
+#pragma GCC unroll 4
+    for (int i = 0; i < C; i++)
+        col[i] = j0 + i < t->n ? j0 + i : t->n - 1;
+#pragma GCC unroll 8
+    for (int u = 0; u < TAIL_CHAINS; u++)
+        d[u] = _mm512_setzero_ps();
+    const __mmask16 panel = lanes(0, KANN_CONV_PANEL);
+    const ptrdiff_t *taps = t->taps;
+    size_t n_taps = t->n_taps, b_stride = t->b_stride, g = 0;
+    for (; g + (size_t)P <= t->n_groups; g += (size_t)P) {
+        for (size_t tap = 0; tap < n_taps; tap++) {
+#pragma GCC unroll 8
+            for (int p = 0; p < P; p++) {
+                const float *b = t->b + (g + p) * b_stride + taps[tap];
+                __m512 wv = _mm512_maskz_loadu_ps(
+                    panel, t->w + ((g + p) * n_taps + tap) * KANN_CONV_PANEL);
+#pragma GCC unroll 4
+                for (int i = 0; i < C; i++)
+                    d[p * C + i] = _mm512_fmadd_ps(_mm512_set1_ps(b[col[i]]), wv, d[p * C + i]);
+            }
+        }
+    }
+    for (; g < t->n_groups; g++) { /* the last n_groups % P groups: phase 0 */
+        for (size_t tap = 0; tap < n_taps; tap++) {
+            const float *b = t->b + g * b_stride + taps[tap];
+            __m512 wv =
+                _mm512_maskz_loadu_ps(panel, t->w + (g * n_taps + tap) * KANN_CONV_PANEL);
+#pragma GCC unroll 4
+            for (int i = 0; i < C; i++)
+                d[i] = _mm512_fmadd_ps(_mm512_set1_ps(b[col[i]]), wv, d[i]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < C; i++) {
+        if (j0 + i >= t->n) break;
+        __m512 sum = _mm512_loadu_ps(acc[j0 + i]);
+#pragma GCC unroll 8
+        for (int p = 0; p < P; p++)
+            sum = _mm512_add_ps(sum, d[p * C + i]);
+        _mm512_storeu_ps(acc[j0 + i], sum);
+    }
+}
+
+/* A strip of n <= TAIL_COLS columns with the panel's channels in the lanes: the sums go
+ * through a transposing buffer to the rows the epilogue (or the partial-sum store) takes. */
+static __attribute__((noinline)) void column_tail(const kann_conv_tile *t) {
+    float acc[TAIL_COLS][16] = {{0}};
+    size_t n = t->n;
+    if (!t->first)
+        for (size_t j = 0; j < n; j++)
+            for (size_t r = 0; r < t->mr; r++)
+                acc[j][r] = t->y[r * t->ldy + j];
+    for (size_t j0 = 0; j0 < n; j0 += 4) {
+        if (n - j0 >= 3)
+            tail_columns(t, j0, 4, acc);
+        else if (n - j0 == 2)
+            tail_columns(t, j0, 2, acc);
+        else
+            tail_columns(t, j0, 1, acc);
+    }
+    if (!t->last) {
+        for (size_t r = 0; r < t->mr; r++)
+            for (size_t j = 0; j < n; j++)
+                t->y[r * t->ldy + j] = acc[j][r];
+        return;
+    }
+    __m512 out[KANN_CONV_PANEL][2];
+    for (size_t r = 0; r < KANN_CONV_PANEL; r++) {
+        float row[16] = {0};
+        for (size_t j = 0; j < n; j++)
+            row[j] = acc[j][r];
+        out[r][0] = _mm512_loadu_ps(row);
+        out[r][1] = _mm512_setzero_ps();
+    }
+    epilogue(t, out);
+}
+
+/* Columns [c0, c0 + n) of strip t as a strip of their own in *s (segments, if any, clipped
+ * into seg); 0 when none of them is stored (a wide strip's dropped columns). */
+static int sub_strip(const kann_conv_tile *t, size_t c0, size_t n, kann_conv_tile *s,
+                     kann_conv_segment seg[KANN_CONV_MAX_STRIP]) {
+    *s = *t;
+    s->b = t->b + c0;
+    s->n = n;
+    if (!t->n_segments) {
+        s->y = t->y + c0;
+        s->res = t->res ? t->res + c0 : NULL;
+        return 1;
+    }
+    size_t count = 0;
+    for (size_t i = 0; i < t->n_segments; i++) {
+        const kann_conv_segment *sg = &t->segments[i];
+        size_t lo = sg->lo > c0 ? sg->lo : c0, hi = sg->hi < c0 + n ? sg->hi : c0 + n;
+        if (lo < hi) seg[count++] = (kann_conv_segment){lo - c0, hi - c0, sg->at + (lo - sg->lo)};
+    }
+    s->segments = seg;
+    s->n_segments = count;
+    return count > 0;
+}
+
+/* The vector tile over a strip of n <= 32 columns: rows and vectors cut to what it holds. */
+static void vector_tile(const kann_conv_tile *t) {
+    if (t->n > 16) {
+        if (t->mr > 8)
+            tile_rows(t, 12, 2);
+        else if (t->mr > 4)
+            tile_rows(t, 8, 2);
+        else
+            tile_rows(t, 4, 2);
+    } else {
+        if (t->mr > 8)
+            tile_rows(t, 12, 1);
+        else if (t->mr > 4)
+            tile_rows(t, 8, 1);
+        else
+            tile_rows(t, 4, 1);
+    }
+}
+
+/* A strip whose columns past a whole vector are few: the vectors, then the column tail. */
 static void microkernel_12x32(const kann_conv_tile *t) {
-    if (t->mr > 8)
-        tile_rows(t, 12);
-    else if (t->mr > 4)
-        tile_rows(t, 8);
-    else
-        tile_rows(t, 4);
+    size_t tail = t->n % 16;
+    if (tail == 0 || tail > TAIL_COLS) {
+        vector_tile(t);
+        return;
+    }
+    size_t whole = t->n - tail;
+    kann_conv_segment seg[KANN_CONV_MAX_STRIP];
+    kann_conv_tile s;
+    if (whole && sub_strip(t, 0, whole, &s, seg)) vector_tile(&s);
+    if (sub_strip(t, whole, tail, &s, seg)) column_tail(&s);
 }
 
 void kann_f32_conv2d_packed_12x32_avx512(const void *args, const kann_exec *ex) {

@@ -33,6 +33,23 @@ static void program_launch(kann_ocl_launch *l, kann_ocl_program_kind program, co
     l->program = program;
 }
 
+/* Work-items for n units taken `per` at a time. */
+static size_t bands(size_t n, size_t per) {
+    return (n + per - 1) / per;
+}
+
+/* CPU devices: a memory-bound kernel over `rows` rows of `row_len` outputs in bands of rows,
+ * one work-item (local size 1) per band of about BAND_OUTPUTS outputs (kann_band in
+ * common.cl): PoCL spends microseconds on each work-group, more than a row takes. */
+#define BAND_OUTPUTS 8192
+static void band_launch(kann_ocl_launch *l, kann_ocl_program_kind program, const char *entry,
+                        size_t rows, size_t row_len) {
+    size_t n = bands(rows * row_len, BAND_OUTPUTS);
+    program_launch(l, program, entry, 1, 1, 1);
+    l->local[0] = 1;
+    l->global[0] = rows && row_len ? (n < rows ? n : rows) : 0;
+}
+
 /* scatter_nd applies its tuples in order. When every tuple offset is a multiple of slice_len,
  * slice element i of any tuple lands on elements no other slice element reaches, so one
  * work-item per slice element (each walking the tuples in order) keeps that order; the kernel
@@ -52,10 +69,18 @@ typedef struct conv_shape {
     uint32_t m_b, m_e, p_b, p_e; /* the tile as channels and flat output pixels */
 } conv_shape;
 
+/* CPU devices: the multiply-adds (vector lanes) a conv work-item does at least. */
+#define CONV_ITEM_FMAS ((size_t)1 << 16)
+
 static void conv_launch(const conv_shape *c, int packed, cl_device_type type, kann_ocl_launch *l) {
     int pointwise = c->k_h == 1 && c->k_w == 1 && c->stride_h == 1 && c->stride_w == 1 &&
                     c->pad_top == 0 && c->pad_left == 0 && c->h_in == c->h_out &&
                     c->w_in == c->w_out && c->group == 1;
+    /* stride 1 and every window inside x (a padded input): outputs in x's row pitch */
+    int wide = !pointwise && c->group == 1 && c->stride_h == 1 && c->stride_w == 1 &&
+               c->pad_top == 0 && c->pad_left == 0 &&
+               c->h_in >= c->h_out + (c->k_h - 1) * c->dil_h &&
+               c->w_in >= c->w_out + (c->k_w - 1) * c->dil_w;
     size_t n_m = c->m_e - c->m_b, n_p = c->p_e - c->p_b;
     memset(l->global, 0, sizeof l->global);
     l->local[0] = l->local[1] = l->local[2] = 1;
@@ -69,25 +94,33 @@ static void conv_launch(const conv_shape *c, int packed, cl_device_type type, ka
     if (n_m == 0 || n_p == 0 || c->n == 0) return;
     if (type & CL_DEVICE_TYPE_CPU) {
         unsigned mb = packed ? 12 : c->group == 1 ? 8 : 1, vw, nv;
-        if (pointwise) {
+        if (pointwise || wide) {
             vw = 16;
             nv = 2;
         } else {
             vw = c->w_out <= 8 ? 8 : 16;
-            nv = c->w_out > vw || mb == 1 ? 2 : 1;
+            nv = c->w_out > vw ? 2 : 1; /* a second vector only where the row fills it */
         }
         snprintf(l->options + len, sizeof l->options - (size_t)len,
-                 " -DMB=%u -DVW=%u -DNV=%u -DPOINTWISE=%d", mb, vw, nv, pointwise);
+                 " -DMB=%u -DVW=%u -DNV=%u -DPOINTWISE=%d -DWIDE=%d", mb, vw, nv, pointwise, wide);
         l->program = KANN_OCL_PROGRAM_CONV_CPU;
         l->entry = "f32_conv";
         size_t pix = (size_t)vw * nv, blocks = (n_m + mb - 1) / mb;
+        size_t r0 = c->p_b / c->w_out, r1 = (c->p_e - 1) / c->w_out + 1;
+        /* multiply-adds of one pixel block: a work-item takes enough of them (a band,
+         * kann_band) for about CONV_ITEM_FMAS, so that small convs (depthwise, 1x1 over few
+         * channels) do not spend their time on PoCL's cost per work-group */
+        size_t block_fmas = (size_t)mb * pix * (c->c_in / c->group) * c->k_h * c->k_w;
+        size_t per = block_fmas >= CONV_ITEM_FMAS ? 1 : CONV_ITEM_FMAS / (block_fmas + 1) + 1;
+        l->global[1] = 1;
         if (pointwise) {
-            l->global[0] = (n_p + pix - 1) / pix;
-            l->global[1] = 1;
+            l->global[0] = bands((n_p + pix - 1) / pix, per);
+        } else if (wide) { /* rows r0 .. r1 - 1 at pitch w_in, the last one w_out long */
+            l->global[0] = bands(((r1 - r0 - 1) * c->w_in + c->w_out + pix - 1) / pix, per);
         } else {
-            size_t r0 = c->p_b / c->w_out, r1 = (c->p_e - 1) / c->w_out + 1;
-            l->global[0] = (c->w_out + pix - 1) / pix;
-            l->global[1] = r1 - r0;
+            size_t row_blocks = (c->w_out + pix - 1) / pix;
+            l->global[0] = row_blocks;
+            l->global[1] = bands(r1 - r0, (per + row_blocks - 1) / row_blocks);
         }
         l->global[2] = (size_t)c->n * blocks;
         return;
@@ -272,7 +305,11 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
     }
     case KANN_KERNEL_F32_POOL2D: {
         const kann_pool2d_args *a = args;
-        simple_launch(l, "f32_pool2d", a->w_out, a->h_out, tile_len);
+        if (type & CL_DEVICE_TYPE_CPU)
+            band_launch(l, KANN_OCL_PROGRAM_GENERIC, "f32_pool2d_rows", tile_len * a->h_out,
+                        a->w_out);
+        else
+            simple_launch(l, "f32_pool2d", a->w_out, a->h_out, tile_len);
         return KANN_OK;
     }
     case KANN_KERNEL_F32_GLOBAL_AVGPOOL:
@@ -352,7 +389,10 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
     }
     case KANN_KERNEL_F32_PAD2D: {
         const kann_pad2d_args *a = args;
-        program_launch(l, KANN_OCL_PROGRAM_DATA, "f32_pad2d", a->w_out, tile_len, 1);
+        if (type & CL_DEVICE_TYPE_CPU)
+            band_launch(l, KANN_OCL_PROGRAM_DATA, "f32_pad2d_rows", tile_len, a->w_out);
+        else
+            program_launch(l, KANN_OCL_PROGRAM_DATA, "f32_pad2d", a->w_out, tile_len, 1);
         return KANN_OK;
     }
     case KANN_KERNEL_F32_CONV2D_WINOGRAD:

@@ -342,6 +342,10 @@ static void test_conv2d_packed_model_shapes(void **state) {
         {64, 64, 28, 28, 3, 3, 1, 1, 1, 0},  {16, 64, 13, 13, 3, 3, 1, 1, 1, 0},
         {40, 24, 9, 30, 1, 7, 1, 1, 3, 0},   {40, 24, 30, 9, 7, 1, 1, 1, 3, 0},
         {512, 24, 7, 7, 3, 3, 1, 1, 1, 0},
+        /* strip tails past a whole vector: 49 = 32 + 16 + 1 and 196 = 6 * 32 + 4 pixels (the
+         * AVX-512 column tail, with partial sums over K > 256), 169 = 5 * 32 + 9 (one vector) */
+        {320, 30, 7, 7, 1, 1, 1, 1, 0, 0},   {600, 13, 14, 14, 1, 1, 1, 1, 0, 0},
+        {512, 40, 13, 13, 1, 1, 1, 1, 0, 0}, {70, 25, 3, 2, 1, 1, 1, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_conv_case(&cases[i]);

@@ -308,40 +308,54 @@ static void test_pad(void **state) {
     }
 }
 
-static void test_pad2d(void **state) {
-    (void)state;
-    KT_NEED_DEVICE();
-    for (uint64_t seed = 0; seed < CASES; seed++) {
+/* f32_pad2d in the kernel style of kt_style: padded or cropped planes, rows shorter and
+ * longer than the CPU style's 16-float runs, tiles of rows. */
+static void pad2d_cases(cl_device_type style) {
+    kt_style = style;
+    for (uint64_t seed = 0; seed < 2 * CASES; seed++) {
         kt k;
         kt_init(&k, 1800 + seed);
+        uint32_t wide = seed % 2 ? 60 : 6; /* the runs of a row go 16 floats at a time */
         kann_pad2d_args a;
         memset(&a, 0, sizeof a);
         a.c = kt_range(&k, 1, 3);
-        a.h_in = kt_range(&k, 0, 5);
-        a.w_in = kt_range(&k, 0, 6);
-        a.h_out = kt_range(&k, 1, 8); /* padded, or cropped */
-        a.w_out = kt_range(&k, 1, 9);
+        a.h_in = kt_range(&k, 0, seed % 8 == 7 ? 100 : 5);
+        a.w_in = kt_range(&k, 0, wide);
+        /* padded, or cropped; now and then enough rows for several bands (CPU style) */
+        a.h_out = kt_range(&k, 1, seed % 8 == 7 ? 120 : 8);
+        a.w_out = kt_range(&k, 1, wide + 3);
         a.pad_top = kt_range(&k, 0, 3);
-        a.pad_left = kt_range(&k, 0, 3);
+        a.pad_left = kt_range(&k, 0, seed % 3 ? 3 : 20);
         a.x = kt_input_f32(&k, (size_t)a.c * a.h_in * a.w_in, -2.0f, 2.0f);
         a.y = kt_output(&k, (size_t)a.c * a.h_out * a.w_out * 4, 4);
         a.tile = kt_tile(&k, a.c * a.h_out);
         kt_run(&k, KANN_KERNEL_F32_PAD2D, &a, sizeof a, 1);
         kt_free(&k);
     }
+    kt_style = CL_DEVICE_TYPE_CPU;
+}
+
+/* Bands of rows per work-item, 16-float vector runs. */
+static void test_pad2d_cpu(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    pad2d_cases(CL_DEVICE_TYPE_CPU);
+}
+
+/* One work-item per output element. */
+static void test_pad2d_gpu(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    pad2d_cases(CL_DEVICE_TYPE_GPU);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pad2d),
-        cmocka_unit_test(test_strided_copy),
-        cmocka_unit_test(test_gather),
-        cmocka_unit_test(test_gather_elements),
-        cmocka_unit_test(test_gather_nd),
-        cmocka_unit_test(test_scatter_nd),
-        cmocka_unit_test(test_scatter_elements),
-        cmocka_unit_test(test_trilu),
-        cmocka_unit_test(test_pad),
+        cmocka_unit_test(test_pad2d_cpu),       cmocka_unit_test(test_pad2d_gpu),
+        cmocka_unit_test(test_strided_copy),    cmocka_unit_test(test_gather),
+        cmocka_unit_test(test_gather_elements), cmocka_unit_test(test_gather_nd),
+        cmocka_unit_test(test_scatter_nd),      cmocka_unit_test(test_scatter_elements),
+        cmocka_unit_test(test_trilu),           cmocka_unit_test(test_pad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

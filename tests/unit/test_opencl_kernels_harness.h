@@ -33,6 +33,9 @@ typedef struct kt_device {
     cl_context context;
     cl_command_queue queue;
     cl_program programs[KANN_OCL_PROGRAM_KIND_COUNT];
+    cl_program shaped; /* built with shaped_options (kt_program) */
+    kann_ocl_program_kind shaped_kind;
+    char shaped_options[sizeof(((kann_ocl_launch *)0)->options)];
 } kt_device;
 
 static kt_device kt_dev;
@@ -127,18 +130,32 @@ static inline int kt_have_device(void) {
         if (!kt_have_device()) skip();                                                             \
     } while (0)
 
+/* The launch's program: the generic ones built once; one built with macros (a conv's shape
+ * class) kept until a launch asks for other macros. */
 static inline cl_program kt_program(const kann_ocl_launch *l) {
-    assert_string_equal(l->options, ""); /* these programs take no build macros */
-    if (kt_dev.programs[l->program]) return kt_dev.programs[l->program];
+    cl_program *slot = &kt_dev.programs[l->program];
+    if (l->options[0]) {
+        slot = &kt_dev.shaped;
+        if (kt_dev.shaped && kt_dev.shaped_kind == l->program &&
+            !strcmp(kt_dev.shaped_options, l->options))
+            return kt_dev.shaped;
+        if (kt_dev.shaped) clReleaseProgram(kt_dev.shaped);
+        kt_dev.shaped = NULL;
+        kt_dev.shaped_kind = l->program;
+        snprintf(kt_dev.shaped_options, sizeof kt_dev.shaped_options, "%s", l->options);
+    }
+    if (*slot) return *slot;
     kann_error e;
     char *source = kann_ocl_program_source(l->program, &e);
     if (!source) fail_msg("source: %s", e.message);
+    char options[sizeof l->options + 16];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 %s", l->options);
     int cached;
-    if (kann_ocl_build_program(kt_dev.context, &kt_dev.device, 1, source, "-cl-std=CL1.2", NULL,
-                               &kt_dev.programs[l->program], &cached, &e) != KANN_OK)
+    if (kann_ocl_build_program(kt_dev.context, &kt_dev.device, 1, source, options, NULL, slot,
+                               &cached, &e) != KANN_OK)
         fail_msg("build: %s", e.message);
     free(source);
-    return kt_dev.programs[l->program];
+    return *slot;
 }
 
 static inline cl_mem kt_buffer(cl_mem_flags flags, size_t size, const void *host) {
@@ -237,6 +254,17 @@ static inline void kt_run(kt *k, uint32_t kernel, const void *args, size_t args_
     }
     free(want);
     free(got);
+}
+
+/* A random tile of axis `axis` with begin a multiple of align: the whole axis half of the
+ * time. */
+static inline kann_tile kt_aligned_tile(kt *k, uint32_t axis, uint32_t n, uint32_t align) {
+    kann_tile t = {axis, 0, n, 0};
+    if (n > 0 && kt_range(k, 0, 1)) {
+        t.begin = kt_range(k, 0, (n - 1) / align) * align;
+        t.end = kt_range(k, t.begin, n);
+    }
+    return t;
 }
 
 /* A random tile [begin, end) of an axis of extent n: the whole axis half of the time. */

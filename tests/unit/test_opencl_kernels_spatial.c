@@ -1,6 +1,6 @@
-/* The OpenCL f32_conv_transpose, f32_conv_nd, f32_pool_nd and f32_resize kernels against the
- * reference kernels on random 1-3 D shapes, groups, strides, dilations, paddings, tiles and
- * activations (PoCL in CI). Skipped without an OpenCL device. */
+/* The OpenCL f32_conv_transpose, f32_conv_nd, f32_pool_nd, f32_pool2d and f32_resize kernels
+ * against the reference kernels on random 1-3 D shapes, groups, strides, dilations, paddings, tiles
+ * and activations (PoCL in CI). Skipped without an OpenCL device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -114,6 +114,69 @@ static void test_pool_nd(void **state) {
     }
 }
 
+/* An output extent along one axis for pool2d: the floor or ceil mode one when the window
+ * fits, else anything small (windows over padding only, or none at all). */
+static uint32_t pool_extent(kt *k, uint32_t n_in, uint32_t kk, uint32_t stride, uint32_t dil,
+                            uint32_t pads) {
+    uint32_t span = (kk - 1) * dil + 1;
+    if (n_in + pads < span || kt_range(k, 0, 7) == 0) return kt_range(k, 1, 5);
+    return (n_in + pads - span) / stride + 1 + kt_range(k, 0, 1);
+}
+
+/* f32_pool2d (max and average) in the kernel style of kt_style: rows long enough for the CPU
+ * style's 16-output vectors (strides 1 and 2) with ragged ends, other strides, dilations,
+ * paddings, count_include_pad, NaN inputs, tiles and activations. */
+static void pool2d_cases(cl_device_type style) {
+    kt_style = style;
+    for (uint64_t seed = 0; seed < 4 * CASES; seed++) {
+        kt k;
+        kt_init(&k, 2600 + seed);
+        kann_pool2d_args a;
+        memset(&a, 0, sizeof a);
+        a.kind = (uint32_t)(seed % 2);
+        a.count_include_pad = kt_range(&k, 0, 1);
+        a.planes = kt_range(&k, 1, 3);
+        /* now and then enough outputs for several bands of rows (CPU style) */
+        a.h_in = kt_range(&k, 1, seed % 8 == 7 ? 70 : 9);
+        a.w_in = kt_range(&k, 1, seed % 4 == 3 ? 120 : 40);
+        a.k_h = kt_range(&k, 1, 3);
+        a.k_w = kt_range(&k, 1, 3);
+        a.stride_h = kt_range(&k, 1, 3);
+        a.stride_w = seed % 3 == 0 ? 3 : kt_range(&k, 1, 2);
+        a.dil_h = kt_range(&k, 1, 2);
+        a.dil_w = kt_range(&k, 1, 2);
+        a.pad_top = kt_range(&k, 0, 2);
+        a.pad_bottom = kt_range(&k, 0, 2);
+        a.pad_left = kt_range(&k, 0, 2);
+        a.pad_right = kt_range(&k, 0, 2);
+        a.h_out = pool_extent(&k, a.h_in, a.k_h, a.stride_h, a.dil_h, a.pad_top + a.pad_bottom);
+        a.w_out = pool_extent(&k, a.w_in, a.k_w, a.stride_w, a.dil_w, a.pad_left + a.pad_right);
+        a.act = random_act(&k);
+        size_t n_in = (size_t)a.planes * a.h_in * a.w_in;
+        a.x = kt_input_f32(&k, n_in, -2.0f, 2.0f);
+        float *x = (float *)(void *)kt_ptr(&k, a.x);
+        for (uint32_t i = kt_range(&k, 0, 3); i > 0; i--)
+            x[kt_rand(&k) % n_in] = NAN;
+        a.y = kt_output(&k, (size_t)a.planes * a.h_out * a.w_out * 4, 4);
+        a.tile = kt_tile(&k, a.planes);
+        kt_run(&k, KANN_KERNEL_F32_POOL2D, &a, sizeof a, 0);
+        kt_free(&k);
+    }
+    kt_style = CL_DEVICE_TYPE_CPU;
+}
+
+static void test_pool2d_cpu(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    pool2d_cases(CL_DEVICE_TYPE_CPU);
+}
+
+static void test_pool2d_gpu(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    pool2d_cases(CL_DEVICE_TYPE_GPU);
+}
+
 /* A tap table of rows x taps (index, weight) pairs; indices outside [0, n) now and then. */
 static kann_ref tap_table(kt *k, uint32_t rows, uint32_t taps, uint32_t n, int outside) {
     kann_ref r = kt_alloc(k, (int)kt_range(k, 0, 1), (size_t)rows * taps * 8, 4);
@@ -156,10 +219,9 @@ static void test_resize(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv_transpose),
-        cmocka_unit_test(test_conv_nd),
-        cmocka_unit_test(test_pool_nd),
-        cmocka_unit_test(test_resize),
+        cmocka_unit_test(test_conv_transpose), cmocka_unit_test(test_conv_nd),
+        cmocka_unit_test(test_pool_nd),        cmocka_unit_test(test_pool2d_cpu),
+        cmocka_unit_test(test_pool2d_gpu),     cmocka_unit_test(test_resize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,17 +19,6 @@ static kann_act random_act(kt *k) {
     return a;
 }
 
-/* [begin, end) of an axis of extent n, begin a multiple of align: the whole axis half of the
- * time. */
-static kann_tile aligned_tile(kt *k, uint32_t axis, uint32_t n, uint32_t align) {
-    kann_tile t = {axis, 0, n, 0};
-    if (n > 0 && kt_range(k, 0, 1)) {
-        t.begin = kt_range(k, 0, (n - 1) / align) * align;
-        t.end = kt_range(k, t.begin, n);
-    }
-    return t;
-}
-
 /* The extents of a case: small (every edge case of a tile) or large (several blocks of 32
  * output tiles, tile rows longer than a 16-tile vector run, several weight panels and groups of
  * 32 input channels). */
@@ -60,8 +49,8 @@ static void run_case(uint64_t seed, wino_extents max) {
     a.y = kt_output(&k, a.c_out * hw * 4, 4);
     a.scratch = kt_output(&k, (size_t)(T + g - 1) / g * g * 16 * a.c_in * 4, 4);
     uint32_t axis = kt_range(&k, 0, 1);
-    a.tile = axis == 0 ? aligned_tile(&k, 0, a.c_out, KANN_CONV_PANEL)
-                       : aligned_tile(&k, 1, T, KANN_CONV_PIXEL_GRANULE);
+    a.tile = axis == 0 ? kt_aligned_tile(&k, 0, a.c_out, KANN_CONV_PANEL)
+                       : kt_aligned_tile(&k, 1, T, KANN_CONV_PIXEL_GRANULE);
     /* The CPU style writes the scratch as the reference does. The GPU style transforms tiles
      * on the fly and leaves it alone: for that one, run the reference once beforehand so that
      * the scratch already holds what it writes, then put garbage back into y. */

@@ -1,0 +1,189 @@
+/* The OpenCL f32_conv2d and f32_conv2d_packed kernels, in both kernel styles, against the
+ * reference kernels on random shapes: pointwise convs, stride-1 convs over a padded input (the
+ * CPU style's WIDE path, outputs in the input's row pitch), and any other window, stride,
+ * dilation and padding; rows and planes of ragged lengths, tiles of channels and of pixels,
+ * bias, residual and every activation (PoCL in CI). Skipped without an OpenCL device. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#ifdef KANN_WITH_OPENCL
+#include "test_opencl_kernels_harness.h"
+
+#define CASES 16
+
+/* The kinds of window a case draws: each path of the CPU style's kernel. */
+enum { CASE_POINTWISE, CASE_WIDE, CASE_ANY, CASE_KINDS };
+
+typedef struct conv_window {
+    uint32_t c_in, h_in, w_in, h_out, w_out;
+    uint32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+} conv_window;
+
+static kann_act random_act(kt *k) {
+    kann_act a = {kt_range(k, 0, KANN_ACT_COUNT - 1), kt_float(k, 0.2f, 1.2f), 0.0f, 0};
+    a.beta = a.alpha + kt_float(k, 0.5f, 2.0f);
+    return a;
+}
+
+/* A window of the given kind; max_w bounds the output row length. */
+static conv_window random_window(kt *k, int kind, uint32_t max_c, uint32_t max_w) {
+    conv_window c = {0};
+    c.c_in = kt_range(k, 1, max_c);
+    c.h_out = kt_range(k, 1, 9);
+    c.w_out = kt_range(k, 1, max_w);
+    c.k_h = c.k_w = c.stride_h = c.stride_w = c.dil_h = c.dil_w = 1;
+    if (kind == CASE_POINTWISE) {
+        c.h_in = c.h_out;
+        c.w_in = c.w_out;
+        return c;
+    }
+    c.k_h = kt_range(k, 1, 3);
+    c.k_w = kt_range(k, 1, 3);
+    c.dil_h = kt_range(k, 1, 2);
+    c.dil_w = kt_range(k, 1, 2);
+    if (kind == CASE_ANY) {
+        c.stride_h = kt_range(k, 1, 2);
+        c.stride_w = kt_range(k, 1, 2);
+        c.pad_top = kt_range(k, 0, 2);
+        c.pad_left = kt_range(k, 0, 2);
+    }
+    /* every window inside the input, or (CASE_ANY) past its far edges now and then */
+    uint32_t h_need = (c.h_out - 1) * c.stride_h + (c.k_h - 1) * c.dil_h + 1;
+    uint32_t w_need = (c.w_out - 1) * c.stride_w + (c.k_w - 1) * c.dil_w + 1;
+    uint32_t short_h = kind == CASE_ANY ? kt_range(k, 0, 2) : 0;
+    uint32_t short_w = kind == CASE_ANY ? kt_range(k, 0, 2) : 0;
+    c.h_in = h_need > short_h ? h_need - short_h : 1;
+    c.w_in = w_need > short_w ? w_need - short_w : 1;
+    c.h_in += kt_range(k, 0, 1); /* rows and columns no window reads */
+    c.w_in += kt_range(k, 0, 2);
+    return c;
+}
+
+/* Optional bias and residual, the output. */
+static void conv_outputs(kt *k, uint32_t c_out, size_t hw, kann_ref *bias, kann_ref *res,
+                         kann_ref *y) {
+    if (kt_range(k, 0, 1)) *bias = kt_input_f32(k, c_out, -1.0f, 1.0f);
+    if (kt_range(k, 0, 1)) *res = kt_input_f32(k, c_out * hw, -1.0f, 1.0f);
+    *y = kt_output(k, c_out * hw * 4, 4);
+}
+
+static void packed_case(uint64_t seed, int kind, uint32_t max_c, uint32_t max_w) {
+    kt k;
+    kt_init(&k, seed);
+    conv_window c = random_window(&k, kind, max_c, max_w);
+    kann_conv2d_packed_args a;
+    memset(&a, 0, sizeof a);
+    a.c_in = c.c_in;
+    a.h_in = c.h_in;
+    a.w_in = c.w_in;
+    a.c_out = kt_range(&k, 1, 30);
+    a.h_out = c.h_out;
+    a.w_out = c.w_out;
+    a.k_h = c.k_h;
+    a.k_w = c.k_w;
+    a.stride_h = c.stride_h;
+    a.stride_w = c.stride_w;
+    a.dil_h = c.dil_h;
+    a.dil_w = c.dil_w;
+    a.pad_top = c.pad_top;
+    a.pad_left = c.pad_left;
+    a.act = random_act(&k);
+    size_t hw = (size_t)a.h_out * a.w_out, K = (size_t)a.c_in * a.k_h * a.k_w;
+    size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    size_t g = KANN_CONV_PIXEL_GRANULE;
+    a.x = kt_input_f32(&k, (size_t)a.c_in * a.h_in * a.w_in, -2.0f, 2.0f);
+    a.w = kt_input_f32(&k, panels * KANN_CONV_PANEL * K, -1.0f, 1.0f);
+    conv_outputs(&k, a.c_out, hw, &a.bias, &a.residual, &a.y);
+    if (kind != CASE_POINTWISE) a.scratch = kt_output(&k, (hw + g - 1) / g * g * K * 4, 4);
+    a.tile = kt_range(&k, 0, 1) ? kt_aligned_tile(&k, 0, a.c_out, KANN_CONV_PANEL)
+                                : kt_aligned_tile(&k, 1, (uint32_t)hw, (uint32_t)g);
+    /* The reference gathers its input into the scratch, which the OpenCL kernels never
+     * touch: run it once beforehand so that the scratch already holds what it writes, then
+     * put garbage back into y. */
+    if (a.scratch.space != KANN_SPACE_NONE) {
+        kann_exec ex = {k.arena.data, k.consts.data};
+        kann_kernels[KANN_KERNEL_F32_CONV2D_PACKED].ref(&a, &ex);
+        kt_fill_f32(&k, a.y, a.c_out * hw, -9.0f, 9.0f);
+    }
+    kt_run(&k, KANN_KERNEL_F32_CONV2D_PACKED, &a, sizeof a, 0);
+    kt_free(&k);
+}
+
+static void conv2d_case(uint64_t seed, int kind) {
+    kt k;
+    kt_init(&k, seed);
+    conv_window c = random_window(&k, kind, 6, 40);
+    kann_conv2d_args a;
+    memset(&a, 0, sizeof a);
+    a.n = kt_range(&k, 1, 2);
+    a.group = kt_range(&k, 0, 1) ? 1 : kt_range(&k, 1, 3);
+    a.c_in = a.group * c.c_in;
+    a.c_out = a.group * kt_range(&k, 1, 10);
+    a.h_in = c.h_in;
+    a.w_in = c.w_in;
+    a.h_out = c.h_out;
+    a.w_out = c.w_out;
+    a.k_h = c.k_h;
+    a.k_w = c.k_w;
+    a.stride_h = c.stride_h;
+    a.stride_w = c.stride_w;
+    a.dil_h = c.dil_h;
+    a.dil_w = c.dil_w;
+    a.pad_top = c.pad_top;
+    a.pad_left = c.pad_left;
+    a.act = random_act(&k);
+    size_t hw = (size_t)a.h_out * a.w_out;
+    a.x = kt_input_f32(&k, (size_t)a.n * a.c_in * a.h_in * a.w_in, -2.0f, 2.0f);
+    a.w = kt_input_f32(&k, (size_t)a.c_out * c.c_in * a.k_h * a.k_w, -1.0f, 1.0f);
+    conv_outputs(&k, a.c_out, a.n * hw, &a.bias, &a.residual, &a.y);
+    a.tile = kt_range(&k, 0, 1) ? kt_tile(&k, a.c_out) : kt_aligned_tile(&k, 1, a.h_out, 1);
+    kt_run(&k, KANN_KERNEL_F32_CONV2D, &a, sizeof a, 0);
+    kt_free(&k);
+}
+
+static void run_cases(cl_device_type style) {
+    kt_style = style;
+    for (uint64_t seed = 0; seed < CASES; seed++) {
+        int kind = (int)(seed % CASE_KINDS);
+        packed_case(4100 + seed, kind, 20, 12); /* short rows: several per vector */
+        packed_case(4700 + seed, kind, 16, 70); /* long rows */
+        conv2d_case(5300 + seed, kind);
+    }
+    kt_style = CL_DEVICE_TYPE_CPU;
+}
+
+/* Work-items of local size 1 with 12 (packed) or 8 channels x 16-32 pixels each. */
+static void test_conv_cpu(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    run_cases(CL_DEVICE_TYPE_CPU);
+}
+
+/* The implicit GEMM in local memory (group 1), one thread per output otherwise. */
+static void test_conv_gpu(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    run_cases(CL_DEVICE_TYPE_GPU);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_cpu),
+        cmocka_unit_test(test_conv_gpu),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+static void test_built_without_opencl(void **state) {
+    (void)state;
+    skip();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_built_without_opencl)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif
