@@ -149,6 +149,23 @@ static int count_mismatch(kc_diag *d, const char *what, int dtype, int64_t numel
 
 /* The typed repeated fields. int32_data carries every type of 16 bits or less (float16 and
  * bfloat16 as bit patterns); uint64_data carries uint32 and uint64. */
+/* Elements in the typed field that holds a tensor of dtype (copy_typed reads the same one). */
+static size_t typed_count(const Onnx__TensorProto *t, int dtype) {
+    switch (dtype) {
+    case KC_DTYPE_FLOAT:
+        return t->n_float_data;
+    case KC_DTYPE_DOUBLE:
+        return t->n_double_data;
+    case KC_DTYPE_INT64:
+        return t->n_int64_data;
+    case KC_DTYPE_UINT64:
+    case KC_DTYPE_UINT32:
+        return t->n_uint64_data;
+    default:
+        return t->n_int32_data;
+    }
+}
+
 static int copy_typed(const Onnx__TensorProto *t, const char *what, int dtype, int64_t numel,
                       void *dst, kc_diag *d) {
     size_t n = (size_t)numel;
@@ -309,6 +326,8 @@ int kc_tensor_from_onnx_as(kc_graph *g, const Onnx__TensorProto *t, const char *
             le_to_host(data, (size_t)numel, esize);
         }
     } else {
+        /* the count first: dims may claim far more than the file holds */
+        if (typed_count(t, dtype) != (size_t)numel) return copy_typed(t, what, dtype, numel, NULL, d);
         data = nbytes ? kc_alloc(g, nbytes) : NULL;
         if (copy_typed(t, what, dtype, numel, data, d) != 0) return 1;
     }

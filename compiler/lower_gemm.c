@@ -101,9 +101,11 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     int64_t batch_a = kc_prod(av->dims, 0, ba), batch_b = kc_prod(bv->dims, 0, bb);
     int same = ba == bb && memcmp(av->dims, bv->dims, sizeof(int64_t) * (size_t)ba) == 0;
     if (!same && batch_a != 1 && batch_b != 1) return kc_lower_matmul_broadcast(g, p, id, d);
+    if (kc_value_numel(kc_val(g, y)) == 0) return 0; /* an empty product: nothing to write */
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_MATMUL, id);
     kann_matmul_args *a = c->args;
-    a->batch = (uint32_t)(batch_a > batch_b ? batch_a : batch_b);
+    /* a side with one batch broadcasts to the other's count, 0 included */
+    a->batch = (uint32_t)(batch_a == 1 ? batch_b : batch_a);
     a->m = M;
     a->n = N;
     a->k = K;

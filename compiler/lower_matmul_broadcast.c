@@ -46,8 +46,9 @@ int kc_lower_matmul_broadcast(kc_graph *g, kc_program *p, int id, kc_diag *d) {
                           (long long)da[i], (long long)db[i]);
             return 1;
         }
-        out[i] = da[i] > db[i] ? da[i] : db[i];
+        out[i] = da[i] == 1 ? db[i] : da[i]; /* 1 broadcasts to the other, 0 included */
     }
+    if (kc_value_numel(kc_val(g, y)) == 0) return 0; /* an empty product: nothing to write */
     int split = 0; /* batch dims [split, r) go to the kernel */
     while (split < r && !(collapsible(da, out, split, r) && collapsible(db, out, split, r)))
         split++;
