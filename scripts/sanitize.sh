@@ -21,11 +21,19 @@ run_asan() {
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
           -DKANN_SANITIZE=ON ${KANN_PYTHON:+-DKANN_PYTHON="$KANN_PYTHON"} >/dev/null
     cmake --build "$build" -j"$jobs"
-    # Leaks are findings too; a sanitizer report aborts the test.
+    # Leaks are findings too; a sanitizer report aborts the test. The executor test keeps
+    # OpenCL sub-devices (and so PoCL's device threads) alive until exit, by design
+    # (runtime/host/opencl.c: releasing them raced PoCL's workers), and LeakSanitizer's
+    # thread tracer crashes on those threads at exit: that test runs with ASan and UBSan but
+    # without the leak check.
     (cd "$build" &&
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --output-on-failure -j"$jobs" -L unit)
+        ctest --output-on-failure -j"$jobs" -L unit -E '^test_opencl_executor$')
+    (cd "$build" &&
+        ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest --output-on-failure -R '^test_opencl_executor$')
     (cd "$build" &&
         ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --output-on-failure -R 'e2e_test_(cli_errors|robustness)')
