@@ -8,6 +8,9 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 
+#define KANN_VEC_BITS 256
+#include "vec_math.h"
+
 #define CHUNK 16
 #define ROWS 6
 #define ACC_ALIGN 32
@@ -18,34 +21,6 @@
 static inline __m256i lanes(size_t n) {
     int c = n > 8 ? 8 : (int)n;
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/* erf(x) as a rational function of x (odd over even polynomials in x^2) on [-4, 4], where
- * float erf reaches +-1; absolute error below 5e-7. */
-static inline __m256 erf8(__m256 x) {
-    x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(4.0f)), _mm256_set1_ps(-4.0f));
-    __m256 x2 = _mm256_mul_ps(x, x);
-    __m256 p = _mm256_set1_ps(-2.72614225801306e-10f);
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(2.77068142495902e-08f));
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-2.10102402082508e-06f));
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-5.69250639462346e-05f));
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-7.34990630326855e-04f));
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-2.95459980854025e-03f));
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.60960333262415e-02f));
-    p = _mm256_mul_ps(p, x);
-    __m256 q = _mm256_set1_ps(-1.45660718464996e-05f);
-    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-2.13374055278905e-04f));
-    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-1.68282697438203e-03f));
-    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-7.37332916720468e-03f));
-    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-1.42647390514189e-02f));
-    return _mm256_div_ps(p, q);
-}
-
-/* x / 2 * (1 + erf(x / sqrt(2))); a NaN x stays NaN through x / 2. */
-static inline __m256 gelu8(__m256 x) {
-    __m256 e = erf8(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f)));
-    __m256 half_x = _mm256_mul_ps(x, _mm256_set1_ps(0.5f));
-    return _mm256_fmadd_ps(half_x, e, half_x);
 }
 
 /* alpha, bias, residual and the activation on one row of len accumulated columns, then the
@@ -65,7 +40,7 @@ static void finish_row(const kann_matmul_args *a, float *acc, size_t len, size_t
             if (bias_row)
                 v = _mm256_add_ps(v, _mm256_mul_ps(vb, _mm256_maskload_ps(bias_row + j0 + j, m)));
             if (residual) v = _mm256_add_ps(v, _mm256_maskload_ps(residual + j, m));
-            if (kind == KANN_ACT_GELU) v = gelu8(v);
+            if (kind == KANN_ACT_GELU) v = vf_gelu(v);
             if (vector_act)
                 _mm256_maskstore_ps(y_row + j, m, v);
             else

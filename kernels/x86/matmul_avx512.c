@@ -8,6 +8,9 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 
+#define KANN_VEC_BITS 512
+#include "vec_math.h"
+
 #define CHUNK 64
 #define ROWS 6
 #define ACC_ALIGN 64
@@ -20,34 +23,6 @@
 
 static inline __mmask16 lanes(size_t n) {
     return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-}
-
-/* erf(x) as a rational function of x (odd over even polynomials in x^2) on [-4, 4], where
- * float erf reaches +-1; absolute error below 5e-7. */
-static inline __m512 erf16(__m512 x) {
-    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(4.0f)), _mm512_set1_ps(-4.0f));
-    __m512 x2 = _mm512_mul_ps(x, x);
-    __m512 p = _mm512_set1_ps(-2.72614225801306e-10f);
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(2.77068142495902e-08f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-2.10102402082508e-06f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-5.69250639462346e-05f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-7.34990630326855e-04f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-2.95459980854025e-03f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-1.60960333262415e-02f));
-    p = _mm512_mul_ps(p, x);
-    __m512 q = _mm512_set1_ps(-1.45660718464996e-05f);
-    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-2.13374055278905e-04f));
-    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.68282697438203e-03f));
-    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-7.37332916720468e-03f));
-    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.42647390514189e-02f));
-    return _mm512_div_ps(p, q);
-}
-
-/* x / 2 * (1 + erf(x / sqrt(2))); a NaN x stays NaN through x / 2. */
-static inline __m512 gelu16(__m512 x) {
-    __m512 e = erf16(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)));
-    __m512 half_x = _mm512_mul_ps(x, _mm512_set1_ps(0.5f));
-    return _mm512_fmadd_ps(half_x, e, half_x);
 }
 
 /* alpha, bias, residual and the activation on one row of len accumulated columns, then the
@@ -68,7 +43,7 @@ static void finish_row(const kann_matmul_args *a, float *acc, size_t len, size_t
                 v = _mm512_add_ps(v,
                                   _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m, bias_row + j0 + j)));
             if (residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, residual + j));
-            if (kind == KANN_ACT_GELU) v = gelu16(v);
+            if (kind == KANN_ACT_GELU) v = vf_gelu(v);
             if (vector_act)
                 _mm512_mask_storeu_ps(y_row + j, m, v);
             else

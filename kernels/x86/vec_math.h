@@ -39,6 +39,9 @@ static inline vf vf_mul(vf a, vf b) {
 static inline vf vf_fmadd(vf a, vf b, vf c) {
     return _mm512_fmadd_ps(a, b, c);
 }
+static inline vf vf_div(vf a, vf b) {
+    return _mm512_div_ps(a, b);
+}
 /* the larger lane of a and b; b's lane where one is NaN */
 static inline vf vf_max(vf a, vf b) {
     return _mm512_max_ps(a, b);
@@ -97,6 +100,9 @@ static inline vf vf_mul(vf a, vf b) {
 static inline vf vf_fmadd(vf a, vf b, vf c) {
     return _mm256_fmadd_ps(a, b, c);
 }
+static inline vf vf_div(vf a, vf b) {
+    return _mm256_div_ps(a, b);
+}
 static inline vf vf_max(vf a, vf b) {
     return _mm256_max_ps(a, b);
 }
@@ -148,6 +154,34 @@ static inline vf vf_exp(vf x) {
     p = vf_fmadd(p, r, vf_set1(5.0000001201e-1f));
     p = vf_fmadd(p, vf_mul(r, r), vf_add(r, vf_set1(1.0f)));
     return vf_zero_below(vf_mul(p, vf_pow2i(n)), x, lo);
+}
+
+/* erf(x) as a rational function of x (odd over even polynomials in x^2) on [-4, 4], where
+ * float erf reaches +-1; absolute error below 5e-7. */
+static inline vf vf_erf(vf x) {
+    x = vf_max(vf_min(x, vf_set1(4.0f)), vf_set1(-4.0f));
+    vf x2 = vf_mul(x, x);
+    vf p = vf_set1(-2.72614225801306e-10f);
+    p = vf_fmadd(p, x2, vf_set1(2.77068142495902e-08f));
+    p = vf_fmadd(p, x2, vf_set1(-2.10102402082508e-06f));
+    p = vf_fmadd(p, x2, vf_set1(-5.69250639462346e-05f));
+    p = vf_fmadd(p, x2, vf_set1(-7.34990630326855e-04f));
+    p = vf_fmadd(p, x2, vf_set1(-2.95459980854025e-03f));
+    p = vf_fmadd(p, x2, vf_set1(-1.60960333262415e-02f));
+    p = vf_mul(p, x);
+    vf q = vf_set1(-1.45660718464996e-05f);
+    q = vf_fmadd(q, x2, vf_set1(-2.13374055278905e-04f));
+    q = vf_fmadd(q, x2, vf_set1(-1.68282697438203e-03f));
+    q = vf_fmadd(q, x2, vf_set1(-7.37332916720468e-03f));
+    q = vf_fmadd(q, x2, vf_set1(-1.42647390514189e-02f));
+    return vf_div(p, q);
+}
+
+/* GELU: x / 2 * (1 + erf(x / sqrt(2))); a NaN x stays NaN through x / 2. */
+static inline vf vf_gelu(vf x) {
+    vf e = vf_erf(vf_mul(x, vf_set1(0.70710678118654752f)));
+    vf half_x = vf_mul(x, vf_set1(0.5f));
+    return vf_fmadd(half_x, e, half_x);
 }
 
 #endif
