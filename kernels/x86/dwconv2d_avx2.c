@@ -12,11 +12,14 @@
 #include "ref/dwconv2d.h"
 #include "simd_act.h"
 
+#define KANN_VEC_BITS 256
+#include "vec_math.h"
+#include "dwconv2d_rows.h"
+
 #define LANES 8
 
 /* Output vectors (wide-grid path) or rows (row path) computed together. */
 #define DW_VECS 8
-#define DW_ROWS ((int)KANN_DW_ROW_BLOCK)
 
 /* Lanes i with lo <= i < hi, as a maskload mask. */
 static inline __m256i lanes(int64_t lo, int64_t hi) {
@@ -75,43 +78,6 @@ static inline __attribute__((always_inline)) void dw_vectors(const kann_dw_band 
 #pragma GCC unroll 8
         for (int i = 0; i < V; i++)
             acc[i] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(q + LANES * i), acc[i]);
-    }
-}
-
-/* The row path (see the AVX-512 variant): the same 8 columns of DW_ROWS output rows from band
- * row i0, each plane row a column tap reads loaded once for every output row that reads it. */
-static inline __attribute__((always_inline)) void dw_rows(const kann_dw_band *b, const float *buf,
-                                                          const float *wc, size_t k_w, size_t i0,
-                                                          size_t col, __m256 bias, int S,
-                                                          __m256 *acc) {
-    size_t w_h = b->w_h;
-#pragma GCC unroll 8
-    for (int r = 0; r < DW_ROWS; r++)
-        acc[r] = bias;
-    for (size_t kw = 0; kw < k_w; kw++) {
-        const float *p0 = buf + b->taps[kw] + i0 * w_h + col;
-        const float *p1 = buf + b->taps[k_w + kw] + i0 * w_h + col;
-        __m256 w0 = _mm256_set1_ps(wc[kw]), w1 = _mm256_set1_ps(wc[k_w + kw]),
-               w2 = _mm256_set1_ps(wc[2 * k_w + kw]);
-        if (S == 1) {
-#pragma GCC unroll 10
-            for (int j = 0; j < DW_ROWS + 2; j++) {
-                __m256 v = _mm256_loadu_ps(p0 + j * w_h);
-                if (j < DW_ROWS) acc[j] = _mm256_fmadd_ps(w0, v, acc[j]);
-                if (j >= 1 && j <= DW_ROWS) acc[j - 1] = _mm256_fmadd_ps(w1, v, acc[j - 1]);
-                if (j >= 2) acc[j - 2] = _mm256_fmadd_ps(w2, v, acc[j - 2]);
-            }
-        } else {
-#pragma GCC unroll 9
-            for (int j = 0; j < DW_ROWS + 1; j++) {
-                __m256 v = _mm256_loadu_ps(p0 + j * w_h);
-                if (j < DW_ROWS) acc[j] = _mm256_fmadd_ps(w0, v, acc[j]);
-                if (j >= 1) acc[j - 1] = _mm256_fmadd_ps(w2, v, acc[j - 1]);
-            }
-#pragma GCC unroll 8
-            for (int j = 0; j < DW_ROWS; j++)
-                acc[j] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(p1 + j * w_h), acc[j]);
-        }
     }
 }
 

@@ -13,6 +13,10 @@
 #include "ref/dwconv2d.h"
 #include "simd_act.h"
 
+#define KANN_VEC_BITS 512
+#include "vec_math.h"
+#include "dwconv2d_rows.h"
+
 #define LANES 16
 
 /* Lanes i in [lo, hi) of 16. */
@@ -71,49 +75,6 @@ static inline __attribute__((always_inline)) void dw_vectors(const kann_dw_band 
 #pragma GCC unroll 8
         for (int i = 0; i < V; i++)
             acc[i] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(q + LANES * i), acc[i]);
-    }
-}
-
-/* The row path, for 3 kernel rows, dilation 1 and stride 1 or 2 along the rows (S): the same
- * 16 columns of DW_ROWS output rows from band row i0; each plane row a column tap reads is
- * loaded once and feeds every output row that reads it (up to 3 for S = 1: 3 + 6 / DW_ROWS
- * loads for 9 FMAs per vector instead of 9). Tap (kh, kw) of band row i lies at
- * b->taps[kh * k_w + kw] + i * w_h: for S = 1 kh adds kh rows of one plane; for S = 2 kh = 0
- * and 2 read rows i and i + 1 of the even-row plane, kh = 1 row i of the odd-row one. */
-#define DW_ROWS ((int)KANN_DW_ROW_BLOCK)
-
-static inline __attribute__((always_inline)) void dw_rows(const kann_dw_band *b, const float *buf,
-                                                          const float *wc, size_t k_w, size_t i0,
-                                                          size_t col, __m512 bias, int S,
-                                                          __m512 *acc) {
-    size_t w_h = b->w_h;
-#pragma GCC unroll 8
-    for (int r = 0; r < DW_ROWS; r++)
-        acc[r] = bias;
-    for (size_t kw = 0; kw < k_w; kw++) {
-        const float *p0 = buf + b->taps[kw] + i0 * w_h + col;
-        const float *p1 = buf + b->taps[k_w + kw] + i0 * w_h + col;
-        __m512 w0 = _mm512_set1_ps(wc[kw]), w1 = _mm512_set1_ps(wc[k_w + kw]),
-               w2 = _mm512_set1_ps(wc[2 * k_w + kw]);
-        if (S == 1) {
-#pragma GCC unroll 10
-            for (int j = 0; j < DW_ROWS + 2; j++) {
-                __m512 v = _mm512_loadu_ps(p0 + j * w_h);
-                if (j < DW_ROWS) acc[j] = _mm512_fmadd_ps(w0, v, acc[j]);
-                if (j >= 1 && j <= DW_ROWS) acc[j - 1] = _mm512_fmadd_ps(w1, v, acc[j - 1]);
-                if (j >= 2) acc[j - 2] = _mm512_fmadd_ps(w2, v, acc[j - 2]);
-            }
-        } else {
-#pragma GCC unroll 9
-            for (int j = 0; j < DW_ROWS + 1; j++) {
-                __m512 v = _mm512_loadu_ps(p0 + j * w_h);
-                if (j < DW_ROWS) acc[j] = _mm512_fmadd_ps(w0, v, acc[j]);
-                if (j >= 1) acc[j - 1] = _mm512_fmadd_ps(w2, v, acc[j - 1]);
-            }
-#pragma GCC unroll 8
-            for (int j = 0; j < DW_ROWS; j++)
-                acc[j] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(p1 + j * w_h), acc[j]);
-        }
     }
 }
 
