@@ -149,17 +149,30 @@ int64_t kc_value_numel(const kc_value *v) {
 
 /* ---- construction ---- */
 
-int kc_add_value(kc_graph *g, const char *name) {
-    if (g->n_values == g->cap_values) {
-        int cap = g->cap_values ? 2 * g->cap_values : 256;
-        kc_value *vs = realloc(g->values, (size_t)cap * sizeof *vs);
-        if (!vs) {
-            fprintf(stderr, "kann-c: out of memory\n");
-            abort();
-        }
-        g->values = vs;
-        g->cap_values = cap;
+/* Room for one more entry in a value or node table of n entries: doubles the capacity when full.
+ * Adding an entry may thus move the table, and a pointer into it taken before is stale after.
+ * Sanitizer builds (KC_MOVE_TABLES) move the table on every addition, so AddressSanitizer
+ * reports such a stale pointer on whichever model reaches it, not only when a table happens to
+ * be full. */
+static void *grow_table(void *table, int n, int *cap, size_t entry) {
+    int new_cap = n < *cap ? *cap : *cap ? 2 * *cap : 256;
+#ifdef KC_MOVE_TABLES
+    void *moved = malloc((size_t)new_cap * entry);
+    if (moved && n) memcpy(moved, table, (size_t)n * entry);
+    if (moved) free(table);
+#else
+    void *moved = new_cap == *cap ? table : realloc(table, (size_t)new_cap * entry);
+#endif
+    if (!moved) {
+        fprintf(stderr, "kann-c: out of memory\n");
+        abort();
     }
+    *cap = new_cap;
+    return moved;
+}
+
+int kc_add_value(kc_graph *g, const char *name) {
+    g->values = grow_table(g->values, g->n_values, &g->cap_values, sizeof *g->values);
     kc_value *v = &g->values[g->n_values];
     memset(v, 0, sizeof *v);
     v->name = kc_strdup(g, name);
@@ -179,6 +192,11 @@ int kc_find_value(const kc_graph *g, const char *name) {
 
 int kc_add_const(kc_graph *g, const char *name, int dtype, int rank, const int64_t *dims,
                  const void *data) {
+    /* dims may point into the value table, which the addition can move: copied first (data
+     * lives in the graph's arena, which does not move). */
+    int64_t d[KC_MAX_RANK];
+    for (int i = 0; i < rank; i++) d[i] = dims[i];
+    dims = d;
     int v = kc_add_value(g, name);
     kc_value *val = &g->values[v];
     val->dtype = dtype;
@@ -193,16 +211,7 @@ int kc_add_const(kc_graph *g, const char *name, int dtype, int rank, const int64
 
 int kc_add_node(kc_graph *g, int op, const char *op_type, const char *name, int n_inputs,
                 const int *inputs, int n_outputs, const int *outputs) {
-    if (g->n_nodes == g->cap_nodes) {
-        int cap = g->cap_nodes ? 2 * g->cap_nodes : 256;
-        kc_node *ns = realloc(g->nodes, (size_t)cap * sizeof *ns);
-        if (!ns) {
-            fprintf(stderr, "kann-c: out of memory\n");
-            abort();
-        }
-        g->nodes = ns;
-        g->cap_nodes = cap;
-    }
+    g->nodes = grow_table(g->nodes, g->n_nodes, &g->cap_nodes, sizeof *g->nodes);
     int id = g->n_nodes++;
     kc_node *n = &g->nodes[id];
     memset(n, 0, sizeof *n);

@@ -55,6 +55,9 @@ int kc_lower_batchnorm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
             kc_error_node(d, g, id, "parameter %d must have %lld elements", i, (long long)C);
             return 1;
         }
+    /* Adding the scale and shift constants below may move the value table: keep what the call
+     * needs from x now. */
+    uint32_t planes = (uint32_t)(xv->dims[0] * C), inner = (uint32_t)kc_prod(xv->dims, 2, xv->rank);
     double eps = kc_attr_float(n, "epsilon", 1e-5f);
     const float *gamma = kc_val(g, kc_input(n, 1))->data, *beta = kc_val(g, kc_input(n, 2))->data;
     const float *mean = kc_val(g, kc_input(n, 3))->data, *var = kc_val(g, kc_input(n, 4))->data;
@@ -71,9 +74,9 @@ int kc_lower_batchnorm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     free(scale);
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CHANNEL_AFFINE, id);
     kann_channel_affine_args *a = c->args;
-    a->planes = (uint32_t)(xv->dims[0] * C);
+    a->planes = planes;
     a->channels = (uint32_t)C;
-    a->inner = (uint32_t)kc_prod(xv->dims, 2, xv->rank);
+    a->inner = inner;
     a->act = kc_node_act(n);
     kc_bind(c, offsetof(kann_channel_affine_args, x), x, 0, 0);
     kc_bind(c, offsetof(kann_channel_affine_args, scale), sv, 0, 0);
