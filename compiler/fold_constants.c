@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "shapes.h"
+#include "shapes_reduce.h"
 
 /* ---- element access in any numeric dtype ---- */
 
@@ -249,52 +250,359 @@ static int eval_Dropout(const fold_ctx *c) {
     return 1;
 }
 
-static int eval_arith(const fold_ctx *c) {
-    const kc_value *a = in_v(c, 0), *b = in_v(c, 1);
-    kc_value *y = out_v(c, 0);
-    int dt = y->dtype;
-    if (!is_float(dt) && !is_integer(dt)) return 0;
-    int64_t sa[KC_MAX_RANK], sb[KC_MAX_RANK], ctr[KC_MAX_RANK] = {0};
-    broadcast_strides(y->rank, a->rank, a->dims, sa);
-    broadcast_strides(y->rank, b->rank, b->dims, sb);
-    int64_t n = kc_value_numel(y), ia = 0, ib = 0;
-    int op = c->n->op;
-    for (int64_t e = 0; e < n; e++) {
-        if (is_float(dt)) {
-            /* One operation in double, rounded once to float, is the float operation. */
-            double x = get_f(a->data, dt, ia), z = get_f(b->data, dt, ib);
-            double r = op == KC_OP_Add   ? x + z
-                       : op == KC_OP_Sub ? x - z
-                       : op == KC_OP_Mul ? x * z
-                                         : x / z;
-            put_f(y->data, dt, e, r);
-        } else {
-            int64_t x = get_i(a->data, dt, ia), z = get_i(b->data, dt, ib);
-            uint64_t ux = (uint64_t)x, uz = (uint64_t)z;
-            int64_t r;
-            if (op == KC_OP_Add)
-                r = (int64_t)(ux + uz);
-            else if (op == KC_OP_Sub)
-                r = (int64_t)(ux - uz);
-            else if (op == KC_OP_Mul)
-                r = (int64_t)(ux * uz);
-            else if (z == 0) {
-                kc_error_node(c->d, c->g, c->node, "integer division by zero in constant inputs");
-                return -1;
-            } else if (z == -1)
-                r = (int64_t)(0 - ux); /* INT64_MIN / -1 wraps instead of trapping */
-            else
-                r = x / z;
-            put_i(y->data, dt, e, r);
+/* Walks the elements of an output in row-major order with the element index of each operand
+ * under multidirectional broadcasting. */
+#define FOLD_MAX_OPERANDS 8
+
+typedef struct bcast {
+    int n, rank;
+    const int64_t *dims;
+    int64_t st[FOLD_MAX_OPERANDS][KC_MAX_RANK], at[FOLD_MAX_OPERANDS], ctr[KC_MAX_RANK];
+} bcast;
+
+/* Operands of the node, in order from input first: all present (the caller checked n). */
+static void bcast_init(bcast *b, const fold_ctx *c, int first, int n, const kc_value *y) {
+    memset(b, 0, sizeof *b);
+    b->n = n;
+    b->rank = y->rank;
+    b->dims = y->dims;
+    for (int k = 0; k < n; k++) {
+        const kc_value *x = in_v(c, first + k);
+        broadcast_strides(y->rank, x->rank, x->dims, b->st[k]);
+    }
+}
+
+static void bcast_step(bcast *b) {
+    for (int i = b->rank - 1; i >= 0; i--) {
+        for (int k = 0; k < b->n; k++)
+            b->at[k] += b->st[k][i];
+        if (++b->ctr[i] < b->dims[i]) return;
+        for (int k = 0; k < b->n; k++)
+            b->at[k] -= b->st[k][i] * b->dims[i];
+        b->ctr[i] = 0;
+    }
+}
+
+static int is_compare(int op) {
+    return op == KC_OP_Equal || op == KC_OP_Less || op == KC_OP_Greater ||
+           op == KC_OP_LessOrEqual || op == KC_OP_GreaterOrEqual;
+}
+
+static int is_logical(int op) {
+    return op == KC_OP_And || op == KC_OP_Or || op == KC_OP_Xor;
+}
+
+/* A comparison's result from the three relations (all false for a NaN). */
+static int compare(int op, int lt, int eq, int gt) {
+    switch (op) {
+    case KC_OP_Equal:
+        return eq;
+    case KC_OP_Less:
+        return lt;
+    case KC_OP_Greater:
+        return gt;
+    case KC_OP_LessOrEqual:
+        return lt || eq;
+    default:
+        return gt || eq;
+    }
+}
+
+/* Python's modulo (the sign of the divisor), ONNX Mod with fmod = 0; z != 0. */
+static int64_t floor_mod(int64_t x, int64_t z) {
+    if (z == -1) return 0; /* INT64_MIN % -1 traps in C */
+    int64_t r = x % z;
+    return r != 0 && ((r < 0) != (z < 0)) ? r + z : r;
+}
+
+/* One float operation in double, rounded once by the store: the float operation itself for
+ * + - * / (and exact for Min, Max, Mod). */
+static double float_op(int op, double x, double z) {
+    switch (op) {
+    case KC_OP_Add:
+        return x + z;
+    case KC_OP_Sub:
+        return x - z;
+    case KC_OP_Mul:
+        return x * z;
+    case KC_OP_Div:
+        return x / z;
+    case KC_OP_Mod:
+        return fmod(x, z);
+    case KC_OP_Pow:
+        return pow(x, z);
+    case KC_OP_Min:
+        return isnan(x) || isnan(z) ? NAN : x < z ? x : z;
+    default: /* Max */
+        return isnan(x) || isnan(z) ? NAN : x > z ? x : z;
+    }
+}
+
+/* Integer operations wrap around; a division by zero is an error (returns 0). */
+static int int_op(int op, int fmod_attr, int64_t x, int64_t z, int64_t *r) {
+    uint64_t ux = (uint64_t)x, uz = (uint64_t)z;
+    switch (op) {
+    case KC_OP_Add:
+        *r = (int64_t)(ux + uz);
+        return 1;
+    case KC_OP_Sub:
+        *r = (int64_t)(ux - uz);
+        return 1;
+    case KC_OP_Mul:
+        *r = (int64_t)(ux * uz);
+        return 1;
+    case KC_OP_Min:
+        *r = x < z ? x : z;
+        return 1;
+    case KC_OP_Max:
+        *r = x > z ? x : z;
+        return 1;
+    case KC_OP_Pow: {
+        /* Integer powers by squaring, wrapping like the multiplications; x^-n truncates
+         * toward zero as 1 / x^n does. */
+        if (z < 0) {
+            *r = x == 1 ? 1 : x == -1 ? (z % 2 ? -1 : 1) : 0;
+            return x != 0;
         }
-        for (int i = y->rank - 1; i >= 0; i--) {
-            ia += sa[i];
-            ib += sb[i];
-            if (++ctr[i] < y->dims[i]) break;
-            ia -= sa[i] * y->dims[i];
-            ib -= sb[i] * y->dims[i];
+        uint64_t acc = 1, base = ux;
+        for (uint64_t e = uz; e; e >>= 1) {
+            if (e & 1) acc *= base;
+            base *= base;
+        }
+        *r = (int64_t)acc;
+        return 1;
+    }
+    default: /* Div, Mod */
+        if (z == 0) return 0;
+        if (op == KC_OP_Mod)
+            *r = fmod_attr ? (z == -1 ? 0 : x % z) : floor_mod(x, z);
+        else
+            *r = z == -1 ? (int64_t)(0 - ux) : x / z; /* INT64_MIN / -1 wraps, not traps */
+        return 1;
+    }
+}
+
+/* Arithmetic (Add Sub Mul Div Mod Pow, variadic Min Max), comparisons and And/Or/Xor. The
+ * operands of arithmetic have the output's dtype (Pow's exponent may differ: it is read as a
+ * number); comparisons read both operands in the first operand's dtype. */
+static int eval_binary(const fold_ctx *c) {
+    kc_value *y = out_v(c, 0);
+    int op = c->n->op, n = c->n->n_inputs;
+    if (n < 1 || n > FOLD_MAX_OPERANDS) return 0;
+    for (int k = 0; k < n; k++)
+        if (!in_v(c, k)) return 0;
+    int dt = is_compare(op) || is_logical(op) ? in_v(c, 0)->dtype : y->dtype;
+    if (!is_float(dt) && !is_integer(dt) && dt != KC_DTYPE_BOOL) return 0;
+    int fmod_attr = (int)kc_attr_int(c->n, "fmod", 0);
+    if (op == KC_OP_Mod && is_float(dt) && !fmod_attr) return 0; /* ONNX requires fmod = 1 */
+    bcast b;
+    bcast_init(&b, c, 0, n, y);
+    int64_t count = kc_value_numel(y);
+    for (int64_t e = 0; e < count; e++, bcast_step(&b)) {
+        const void *xa = in_v(c, 0)->data;
+        if (is_compare(op) || is_logical(op)) {
+            const kc_value *bv = in_v(c, 1);
+            int r;
+            if (is_logical(op)) {
+                int x = get_i(xa, dt, b.at[0]) != 0, z = get_i(bv->data, dt, b.at[1]) != 0;
+                r = op == KC_OP_And ? x && z : op == KC_OP_Or ? x || z : x != z;
+            } else if (is_float(dt)) {
+                double x = get_f(xa, dt, b.at[0]), z = get_f(bv->data, dt, b.at[1]);
+                r = compare(op, x<z, x == z, x> z);
+            } else {
+                int64_t x = get_i(xa, dt, b.at[0]), z = get_i(bv->data, dt, b.at[1]);
+                r = compare(op, x<z, x == z, x> z);
+            }
+            put_i(y->data, y->dtype, e, r);
+        } else if (is_float(dt)) {
+            double acc = get_f(xa, dt, b.at[0]);
+            for (int k = 1; k < n; k++) {
+                const kc_value *v = in_v(c, k);
+                acc = float_op(op, acc, get_f(v->data, v->dtype, b.at[k]));
+            }
+            put_f(y->data, dt, e, acc);
+        } else {
+            int64_t acc = get_i(xa, dt, b.at[0]);
+            for (int k = 1; k < n; k++) {
+                const kc_value *v = in_v(c, k);
+                if (!int_op(op, fmod_attr, acc, get_i(v->data, v->dtype, b.at[k]), &acc)) {
+                    kc_error_node(c->d, c->g, c->node,
+                                  "integer division by zero in constant inputs");
+                    return -1;
+                }
+            }
+            put_i(y->data, dt, e, acc);
+        }
+    }
+    return 1;
+}
+
+/* Where(condition, x, y): the selected element's bytes. */
+static int eval_Where(const fold_ctx *c) {
+    kc_value *y = out_v(c, 0);
+    const kc_value *cond = in_v(c, 0), *xs[2] = {in_v(c, 1), in_v(c, 2)};
+    if (!cond || !xs[0] || !xs[1]) return 0;
+    size_t es = kc_dtype_size(y->dtype);
+    bcast b;
+    bcast_init(&b, c, 0, 3, y);
+    int64_t count = kc_value_numel(y);
+    for (int64_t e = 0; e < count; e++, bcast_step(&b)) {
+        int k = get_i(cond->data, cond->dtype, b.at[0]) ? 0 : 1;
+        memcpy((char *)y->data + (size_t)e * es,
+               (const char *)xs[k]->data + (size_t)b.at[1 + k] * es, es);
+    }
+    return 1;
+}
+
+/* Unary ops exporters apply to shapes and small constants, exact or correctly rounded in float
+ * (the double result of sqrt and 1/x rounds to the float one). */
+static int eval_unary(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0);
+    kc_value *y = out_v(c, 0);
+    int op = c->n->op, dt = y->dtype;
+    if (!is_float(dt) && !is_integer(dt) && dt != KC_DTYPE_BOOL) return 0;
+    int64_t n = kc_value_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        if (op == KC_OP_Not) {
+            put_i(y->data, dt, i, !get_i(x->data, x->dtype, i));
+        } else if (is_float(dt)) {
+            double v = get_f(x->data, dt, i), r;
+            switch (op) {
+            case KC_OP_Neg:
+                r = -v;
+                break;
+            case KC_OP_Abs:
+                r = fabs(v);
+                break;
+            case KC_OP_Floor:
+                r = floor(v);
+                break;
+            case KC_OP_Ceil:
+                r = ceil(v);
+                break;
+            case KC_OP_Round:
+                r = nearbyint(v);
+                break; /* half to even in the default mode */
+            case KC_OP_Sqrt:
+                r = sqrt(v);
+                break;
+            case KC_OP_Reciprocal:
+                r = 1.0 / v;
+                break;
+            case KC_OP_Relu:
+                r = v < 0 ? 0 : v;
+                break;
+            default:
+                r = v > 0 ? 1 : v < 0 ? -1 : v;
+                break; /* Sign; NaN stays NaN */
+            }
+            put_f(y->data, dt, i, r);
+        } else {
+            int64_t v = get_i(x->data, dt, i), r;
+            switch (op) {
+            case KC_OP_Neg:
+                r = (int64_t)(0 - (uint64_t)v);
+                break;
+            case KC_OP_Abs:
+                r = v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
+                break;
+            case KC_OP_Relu:
+                r = v < 0 ? 0 : v;
+                break;
+            case KC_OP_Sign:
+                r = v > 0 ? 1 : v < 0 ? -1 : 0;
+                break;
+            case KC_OP_Floor:
+            case KC_OP_Ceil:
+            case KC_OP_Round:
+                r = v;
+                break;
+            default:
+                return 0; /* Sqrt, Reciprocal of integers: not ONNX */
+            }
+            put_i(y->data, dt, i, r);
+        }
+    }
+    return 1;
+}
+
+/* ReduceSum/Prod/Min/Max/Mean: each input element folded into its output element in order (a
+ * float accumulates in float, as a kernel would). */
+static int eval_reduce(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0);
+    kc_value *y = out_v(c, 0);
+    int op = c->n->op, dt = y->dtype;
+    if ((!is_float(dt) && !is_integer(dt)) || x->dtype != dt) return 0;
+    int reduced[KC_MAX_RANK] = {0}, noop = 0;
+    if (kc_reduce_axes_of(c->g, c->node, x->rank, reduced, &noop, c->d)) return -1;
+    int64_t nx = kc_value_numel(x), ny = kc_value_numel(y);
+    if (noop) return eval_copy(c);
+    if (nx == 0 && (op == KC_OP_ReduceMin || op == KC_OP_ReduceMax || op == KC_OP_ReduceMean))
+        return 0; /* no identity to give */
+    /* Output element strides of the input's dims (0 on reduced dims): keepdims does not change
+     * the flat layout. */
+    int64_t ost[KC_MAX_RANK], s = 1, ctr[KC_MAX_RANK] = {0}, at = 0;
+    for (int i = x->rank - 1; i >= 0; i--) {
+        ost[i] = reduced[i] ? 0 : s;
+        if (!reduced[i]) s *= x->dims[i];
+    }
+    int64_t per = ny ? nx / ny : 0;
+    for (int64_t e = 0; e < nx; e++) {
+        int first = 1; /* the first element of its output element */
+        for (int i = 0; i < x->rank; i++)
+            if (reduced[i] && ctr[i]) first = 0;
+        if (is_float(dt)) {
+            double v = get_f(x->data, dt, e), a = first ? v : get_f(y->data, dt, at);
+            if (!first && op == KC_OP_ReduceProd)
+                a = a * v; /* the store rounds each step to the dtype */
+            else if (!first && (op == KC_OP_ReduceMin || op == KC_OP_ReduceMax))
+                a = float_op(op == KC_OP_ReduceMin ? KC_OP_Min : KC_OP_Max, a, v);
+            else if (!first)
+                a = a + v;
+            put_f(y->data, dt, at, a);
+        } else {
+            int64_t v = get_i(x->data, dt, e), a = first ? v : get_i(y->data, dt, at);
+            if (!first)
+                a = op == KC_OP_ReduceProd  ? (int64_t)((uint64_t)a * (uint64_t)v)
+                    : op == KC_OP_ReduceMin ? (v < a ? v : a)
+                    : op == KC_OP_ReduceMax ? (v > a ? v : a)
+                                            : (int64_t)((uint64_t)a + (uint64_t)v);
+            put_i(y->data, dt, at, a);
+        }
+        for (int i = x->rank - 1; i >= 0; i--) {
+            at += ost[i];
+            if (++ctr[i] < x->dims[i]) break;
+            at -= ost[i] * x->dims[i];
             ctr[i] = 0;
         }
+    }
+    if (nx == 0) /* empty reductions: the identity */
+        for (int64_t e = 0; e < ny; e++)
+            put_i(y->data, dt, e, op == KC_OP_ReduceProd);
+    if (op == KC_OP_ReduceMean && per > 0)
+        for (int64_t e = 0; e < ny; e++) {
+            if (is_float(dt))
+                put_f(y->data, dt, e, get_f(y->data, dt, e) / (double)per);
+            else
+                put_i(y->data, dt, e, get_i(y->data, dt, e) / per);
+        }
+    return 1;
+}
+
+/* Tile: output element (i0, i1, ...) is input element (i0 mod d0, i1 mod d1, ...). */
+static int eval_Tile(const fold_ctx *c) {
+    const kc_value *x = in_v(c, 0);
+    kc_value *y = out_v(c, 0);
+    size_t es = kc_dtype_size(y->dtype);
+    int64_t xs[KC_MAX_RANK], ctr[KC_MAX_RANK] = {0}, n = kc_value_numel(y);
+    row_major_strides(x->rank, x->dims, xs);
+    for (int64_t e = 0; e < n; e++) {
+        int64_t at = 0;
+        for (int i = 0; i < y->rank; i++)
+            at += ctr[i] % x->dims[i] * xs[i];
+        memcpy((char *)y->data + (size_t)e * es, (const char *)x->data + (size_t)at * es, es);
+        for (int i = y->rank - 1; i >= 0 && ++ctr[i] == y->dims[i]; i--)
+            ctr[i] = 0;
     }
     return 1;
 }
@@ -338,24 +646,6 @@ static int eval_Clip(const fold_ctx *c) {
         if (hi_v) hi = get_i(hi_v->data, hi_v->dtype, 0);
         for (int64_t i = 0; i < n; i++)
             put_i(y->data, dt, i, clamp_i64(get_i(x->data, dt, i), lo, hi));
-    }
-    return 1;
-}
-
-static int eval_Relu(const fold_ctx *c) {
-    const kc_value *x = in_v(c, 0);
-    kc_value *y = out_v(c, 0);
-    int dt = y->dtype;
-    if (!is_float(dt) && !is_integer(dt)) return 0;
-    int64_t n = kc_value_numel(y);
-    for (int64_t i = 0; i < n; i++) {
-        if (is_float(dt)) {
-            double v = get_f(x->data, dt, i);
-            put_f(y->data, dt, i, v < 0 ? 0 : v);
-        } else {
-            int64_t v = get_i(x->data, dt, i);
-            put_i(y->data, dt, i, v < 0 ? 0 : v);
-        }
     }
     return 1;
 }
@@ -515,7 +805,40 @@ static eval_fn evaluator(int op) {
     case KC_OP_Sub:
     case KC_OP_Mul:
     case KC_OP_Div:
-        return eval_arith;
+    case KC_OP_Mod:
+    case KC_OP_Pow:
+    case KC_OP_Min:
+    case KC_OP_Max:
+    case KC_OP_Equal:
+    case KC_OP_Less:
+    case KC_OP_Greater:
+    case KC_OP_LessOrEqual:
+    case KC_OP_GreaterOrEqual:
+    case KC_OP_And:
+    case KC_OP_Or:
+    case KC_OP_Xor:
+        return eval_binary;
+    case KC_OP_Neg:
+    case KC_OP_Abs:
+    case KC_OP_Floor:
+    case KC_OP_Ceil:
+    case KC_OP_Round:
+    case KC_OP_Sqrt:
+    case KC_OP_Reciprocal:
+    case KC_OP_Sign:
+    case KC_OP_Not:
+    case KC_OP_Relu:
+        return eval_unary;
+    case KC_OP_ReduceSum:
+    case KC_OP_ReduceProd:
+    case KC_OP_ReduceMin:
+    case KC_OP_ReduceMax:
+    case KC_OP_ReduceMean:
+        return eval_reduce;
+    case KC_OP_Where:
+        return eval_Where;
+    case KC_OP_Tile:
+        return eval_Tile;
     case KC_OP_Cast:
         return eval_Cast;
     case KC_OP_Clip:
@@ -530,8 +853,6 @@ static eval_fn evaluator(int op) {
         return eval_Dropout;
     case KC_OP_Gather:
         return eval_Gather;
-    case KC_OP_Relu:
-        return eval_Relu;
     case KC_OP_Shape:
         return eval_Shape;
     case KC_OP_Slice:
