@@ -95,6 +95,17 @@ int64_t kc_prod(const int64_t *dims, int from, int to) {
     return n;
 }
 
+/* A float32 arena value a lowering uses as scratch or between its calls: live from the first
+ * to the last call that binds it (the memory plan's rule for every value). */
+int kc_new_scratch(kc_graph *g, const char *base, int64_t floats) {
+    int v = kc_add_value(g, kc_unique_name(g, base));
+    kc_value *s = &g->values[v];
+    s->dtype = KC_DTYPE_FLOAT;
+    s->rank = 1;
+    s->dims[0] = floats;
+    return v;
+}
+
 /* A float32 constant made by the compiler (packed or folded parameters). */
 int kc_new_const_f32(kc_graph *g, const char *base, int rank, const int64_t *dims,
                      const float *data) {
@@ -144,6 +155,8 @@ static int lower_node(kc_graph *g, kc_program *p, int id, kc_diag *d) {
         return kc_lower_gemm(g, p, id, d);
     case KC_OP_MatMul:
         return kc_lower_matmul(g, p, id, d);
+    case KC_OP_Einsum:
+        return kc_lower_einsum(g, p, id, d);
     case KC_OP_Add:
     case KC_OP_Sub:
     case KC_OP_Mul:

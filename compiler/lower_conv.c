@@ -30,15 +30,6 @@ static int pack_weight_panels(kc_graph *g, int w, uint32_t c_out, size_t K) {
     return v;
 }
 
-/* A float32 arena value the kernel of one call uses as scratch: live for that call only. */
-static int new_scratch(kc_graph *g, const char *base, int64_t floats) {
-    int v = kc_add_value(g, kc_unique_name(g, base));
-    kc_value *s = &g->values[v];
-    s->dtype = KC_DTYPE_FLOAT;
-    s->rank = 1;
-    s->dims[0] = floats;
-    return v;
-}
 
 /* The conv's input with its padding put around it once (kernel pad2d), just the rows and
  * columns the windows reach: [c_in][h][w]. */
@@ -129,7 +120,7 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
     }
     int64_t gran = KANN_CONV_PIXEL_GRANULE;
     int64_t tiles = (int64_t)(a->h_out + 1) / 2 * ((a->w_out + 1) / 2);
-    int scratch = new_scratch(g, "winograd_tiles",
+    int scratch = kc_new_scratch(g, "winograd_tiles",
                               16 * (int64_t)a->c_in * ((tiles + gran - 1) / gran * gran));
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_WINOGRAD, id);
     *(kann_conv2d_winograd_args *)c->args = args;
@@ -195,7 +186,7 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
         /* The gathered B of a tile's pixels: tiles along pixels write disjoint parts of it,
          * so the tile stays on that axis (one channel tile spans all the channels). */
         int64_t g32 = KANN_CONV_PIXEL_GRANULE;
-        int scratch = new_scratch(g, "im2col", (int64_t)K * ((hw + g32 - 1) / g32 * g32));
+        int scratch = kc_new_scratch(g, "im2col", (int64_t)K * ((hw + g32 - 1) / g32 * g32));
         kc_bind(c, offsetof(kann_conv2d_packed_args, scratch), scratch, 0, 1);
         kc_set_tile(c, a->c_out, a->c_out, hw, KANN_CONV_PIXEL_GRANULE);
     }

@@ -24,6 +24,7 @@ int kc_need_const(kc_graph *g, int node, int v, const char *what, kc_diag *d);
 int64_t kc_prod(const int64_t *dims, int from, int to);
 int kc_new_const_f32(kc_graph *g, const char *base, int rank, const int64_t *dims,
                      const float *data);
+int kc_new_scratch(kc_graph *g, const char *base, int64_t floats);
 void kc_broadcast_strides(const kc_value *v, int r, uint32_t *strides);
 void kc_add_copy(kc_graph *g, kc_program *p, int node, int src, int64_t src_off, int dst,
                  int64_t dst_off, uint32_t rows, uint32_t row_len, uint32_t src_stride,
@@ -35,6 +36,7 @@ void kc_matmul_row_bias(const kc_node *n, kc_call *c);
 int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d);
+int kc_lower_einsum(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_matmul_broadcast(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_elementwise_binary(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_unary(kc_graph *g, kc_program *p, int id, kc_diag *d);

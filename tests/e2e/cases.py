@@ -165,6 +165,26 @@ def gemm_cases():
     yield matmul("matmul_batched", [2, 3, 4], [2, 4, 5], False)
     yield matmul("matmul_broadcast_weights", [2, 3, 4], [4, 6], True)
     yield matmul("matmul_vector", [4], [4, 3], True)
+    def einsum(name, equation, *shapes, b_const=False):
+        names = ["a", "b"][:len(shapes)]
+        feeds = {nm: randn(r, *sh) for nm, sh in zip(names, shapes)}
+        ins, inits = [vi(nm, sh) for nm, sh in zip(names, shapes)], []
+        if b_const:
+            inits.append(const("b", feeds.pop("b")))
+            ins = ins[:1]
+        n = helper.make_node("Einsum", names, ["y"], name="einsum", equation=equation)
+        return name, model([n], ins, [vi("y", None)], inits, opset=12), feeds, []
+    # attention as MaxViT and relative-position code write it
+    yield einsum("einsum_attention_scores", "bhid,bhjd->bhij", [1, 2, 5, 8], [1, 2, 7, 8])
+    yield einsum("einsum_attention_values", "bhij,bhjd->bhid", [1, 2, 5, 7], [1, 2, 7, 8])
+    yield einsum("einsum_permuted_output", "bid,jd -> bji", [2, 3, 4], [5, 4], b_const=True)
+    yield einsum("einsum_ellipsis_broadcast", "...ij,...jk->...ik", [3, 1, 2, 4], [3, 5, 4, 3])
+    yield einsum("einsum_implicit_output", "ij,jk", [3, 4], [4, 5])
+    yield einsum("einsum_outer", "i,j->ij", [3], [4])
+    yield einsum("einsum_dot", "i,i", [6], [6])
+    yield einsum("einsum_sum_one_side", "ij,k->ik", [3, 4], [5])
+    yield einsum("einsum_transpose", "abc->cab", [2, 3, 4])
+    yield einsum("einsum_reduce", "abc->b", [2, 3, 4])
 
 
 def eltwise_cases():

@@ -658,6 +658,35 @@ static void test_several_errors_one_run(void **state) {
     check_shape(g, out_of(g, good, 0), KC_DTYPE_FLOAT, 2, D(4, 5));
 }
 
+/* Einsum equations: explicit and implicit outputs, ellipsis broadcasting, and the refusals. */
+static void test_einsum(void **state) {
+    kc_graph *g = *state;
+    int a = input(g, "a", KC_DTYPE_FLOAT, 4, D(1, 2, 5, 8));
+    int b = input(g, "b", KC_DTYPE_FLOAT, 4, D(1, 2, 7, 8));
+    const char *eqs[] = {"bhid,bhjd->bhij", "bhid , bhjd",    "...id,...jd->...ij", "...d,...d",
+                         "bhid,bhjd->",     "bhii,bhjd->bhj", "bhid,bhjd->bhix",    "bhd,bhjd->bhj",
+                         "bhid,bhjd,b->b",  "bhid->bhid"};
+    int nodes[10];
+    for (int i = 0; i < 10; i++) {
+        int n_in = i == 9 ? 1 : 2;
+        nodes[i] = node(g, KC_OP_Einsum, 12, n_in, (int[]){a, b}, 1);
+        attr_string(g, nodes[i], "equation", eqs[i]);
+    }
+    assert_int_equal(run(g, NULL, 0, NULL), 5);
+    check_shape(g, out_of(g, nodes[0], 0), KC_DTYPE_FLOAT, 4, D(1, 2, 5, 7));
+    /* implicit: the labels used once, alphabetically (h, i, j; b and d twice) */
+    check_shape(g, out_of(g, nodes[1], 0), KC_DTYPE_FLOAT, 2, D(5, 7));
+    check_shape(g, out_of(g, nodes[2], 0), KC_DTYPE_FLOAT, 4, D(1, 2, 5, 7));
+    /* nodes[3]: implicit with ellipsis keeps the ellipsis dims, whose last is 5 against 7 */
+    check_shape(g, out_of(g, nodes[4], 0), KC_DTYPE_FLOAT, 0, NULL);
+    check_shape(g, out_of(g, nodes[9], 0), KC_DTYPE_FLOAT, 4, D(1, 2, 5, 8));
+    assert_true(said("label '...' has extents 5 and 7"));
+    assert_true(said("Einsum of more than 2 operands is not supported"));
+    assert_true(said("repeated in one operand (a diagonal) is not supported"));
+    assert_true(said("output label 'x' is in no input"));
+    assert_true(said("3 labels for an operand of rank 4"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_conv_explicit_pads, setup, teardown),
@@ -680,6 +709,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_binding_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binding_rank_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_several_errors_one_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_einsum, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
