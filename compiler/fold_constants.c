@@ -361,8 +361,8 @@ static int int_op(int op, int fmod_attr, int64_t x, int64_t z, int64_t *r) {
         /* Integer powers by squaring, wrapping like the multiplications; x^-n truncates
          * toward zero as 1 / x^n does. */
         if (z < 0) {
-            *r = x == 1 ? 1 : x == -1 ? (z % 2 ? -1 : 1) : 0;
-            return x != 0;
+            *r = x == 1 ? 1 : x == -1 ? (z % 2 ? -1 : 1) : 0; /* 0 for 0, as the kernel */
+            return 1;
         }
         uint64_t acc = 1, base = ux;
         for (uint64_t e = uz; e; e >>= 1) {
