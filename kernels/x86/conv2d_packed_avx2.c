@@ -6,6 +6,9 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 #include "ref/conv2d_packed.h"
+
+#define KANN_VEC_BITS 256
+#include "vec_math.h"
 #include "simd_act.h"
 
 #define NR 16
@@ -35,7 +38,7 @@ static inline void store_segments(const kann_conv_tile *t, size_t row, __m256 v0
             __m256i m = lane_mask(sg->hi - j);
             __m256 v = _mm256_loadu_ps(lane + j);
             if (res) v = _mm256_add_ps(v, _mm256_maskload_ps(res + at, m));
-            if (vec_act) v = kann_act256(v, t->act, lo, hi);
+            if (vec_act) v = vf_act(v, t->act, lo, hi);
             _mm256_maskstore_ps(y + at, m, v);
             if (!vec_act)
                 for (size_t i = j; i < sg->hi && i < j + 8; i++)
@@ -125,8 +128,8 @@ static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
             v1 = _mm256_add_ps(v1, _mm256_maskload_ps(res + 8, m1));
         }
         if (vec_act) {
-            v0 = kann_act256(v0, act, lo, hi);
-            v1 = kann_act256(v1, act, lo, hi);
+            v0 = vf_act(v0, act, lo, hi);
+            v1 = vf_act(v1, act, lo, hi);
         }
         _mm256_maskstore_ps(y, m0, v0);
         _mm256_maskstore_ps(y + 8, m1, v1);

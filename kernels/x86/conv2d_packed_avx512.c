@@ -8,6 +8,9 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 #include "ref/conv2d_packed.h"
+
+#define KANN_VEC_BITS 512
+#include "vec_math.h"
 #include "simd_act.h"
 
 #define NR 32
@@ -36,7 +39,7 @@ static inline void store_segments(const kann_conv_tile *t, size_t r, __m512 v0, 
             if (res)
                 v = _mm512_add_ps(
                     v, _mm512_maskz_expand_ps(m, _mm512_maskz_loadu_ps(packed, res + at)));
-            if (vec_act) v = kann_act512(v, t->act, lo, hi);
+            if (vec_act) v = vf_act(v, t->act, lo, hi);
             _mm512_mask_storeu_ps(y + at, packed, _mm512_maskz_compress_ps(m, v));
             if (!vec_act)
                 for (size_t j = 0; j < b - a; j++)
@@ -72,8 +75,8 @@ static __attribute__((noinline)) void epilogue(const kann_conv_tile *t,
             v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, res + 16));
         }
         if (vec_act) {
-            v0 = kann_act512(v0, act, lo, hi);
-            v1 = kann_act512(v1, act, lo, hi);
+            v0 = vf_act(v0, act, lo, hi);
+            v1 = vf_act(v1, act, lo, hi);
         }
         _mm512_mask_storeu_ps(y, m0, v0);
         _mm512_mask_storeu_ps(y + 16, m1, v1);

@@ -7,6 +7,9 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 #include "ref/conv2d_winograd.h"
+
+#define KANN_VEC_BITS 512
+#include "vec_math.h"
 #include "simd_act.h"
 
 /* The 12 x 32 (w == 2) or 12 x 16 (w == 1: a block of at most 16 tiles) register tile; w is
@@ -168,8 +171,8 @@ static void output_block(const kann_conv2d_winograd_args *a, const float *mb, si
                     v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, rr + at + 16));
                 }
                 if (vec_act) {
-                    v0 = kann_act512(v0, act, lo, hi);
-                    v1 = kann_act512(v1, act, lo, hi);
+                    v0 = vf_act(v0, act, lo, hi);
+                    v1 = vf_act(v1, act, lo, hi);
                 }
                 _mm512_mask_storeu_ps(yr + at, k0, v0);
                 _mm512_mask_storeu_ps(yr + at + 16, k1, v1);

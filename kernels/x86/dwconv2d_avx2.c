@@ -10,10 +10,10 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 #include "ref/dwconv2d.h"
-#include "simd_act.h"
 
 #define KANN_VEC_BITS 256
 #include "vec_math.h"
+#include "simd_act.h"
 #include "dwconv2d_rows.h"
 
 #define LANES 8
@@ -96,7 +96,7 @@ static inline void dw_store(__m256 v, uint32_t m, float *y, const float *res, co
         size_t n = (size_t)__builtin_popcount(m);
         __m256i keep = lanes(0, (int64_t)n);
         if (res) v = _mm256_add_ps(v, _mm256_maskload_ps(res, keep));
-        if (o->vec_act) v = kann_act256(v, o->act, o->lo, o->hi);
+        if (o->vec_act) v = vf_act(v, o->act, o->lo, o->hi);
         _mm256_maskstore_ps(y, keep, v);
         if (!o->vec_act)
             for (size_t j = 0; j < n; j++)

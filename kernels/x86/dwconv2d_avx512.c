@@ -11,10 +11,10 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 #include "ref/dwconv2d.h"
-#include "simd_act.h"
 
 #define KANN_VEC_BITS 512
 #include "vec_math.h"
+#include "simd_act.h"
 #include "dwconv2d_rows.h"
 
 #define LANES 16
@@ -95,7 +95,7 @@ static inline void dw_store(__m512 v, __mmask16 m, float *y, const float *res, c
         __m512 r = _mm512_maskz_loadu_ps(packed, res);
         v = _mm512_add_ps(v, prefix ? r : _mm512_maskz_expand_ps(m, r));
     }
-    if (o->vec_act) v = kann_act512(v, o->act, o->lo, o->hi);
+    if (o->vec_act) v = vf_act(v, o->act, o->lo, o->hi);
     _mm512_mask_storeu_ps(y, packed, prefix ? v : _mm512_maskz_compress_ps(m, v));
     if (!o->vec_act)
         for (unsigned j = 0; j < n; j++)

@@ -9,6 +9,9 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 #include "ref/window.h"
+
+#define KANN_VEC_BITS 512
+#include "vec_math.h"
 #include "simd_act.h"
 
 /* Lanes i in [lo, hi) of 16. */
@@ -109,7 +112,7 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
                 }
                 acc =
                     _mm512_maskz_mov_ps(kh.hi > kh.lo ? has_cols[v] : 0, _mm512_max_ps(acc1, acc));
-                if (vec_act) acc = kann_act512(acc, act, lo, hi);
+                if (vec_act) acc = vf_act(acc, act, lo, hi);
                 uint32_t len = a->w_out - 16 * v < 16 ? a->w_out - 16 * v : 16;
                 _mm512_mask_storeu_ps(yr + 16 * v, lanes(0, len), acc);
                 if (!vec_act)

@@ -13,16 +13,8 @@
 
 #include "kann_x86.h"
 #include "ref/act.h"
-#include "simd_act.h"
 #include "vec_math.h"
-
-/* The fused activation on a vector, for the kinds that have a vector form
- * (kann_act_vectorizes); the bound comes first so that a NaN passes through. */
-static inline vf vf_act(vf v, const kann_act *act, vf lo, vf hi) {
-    if (act->kind == KANN_ACT_NONE) return v;
-    v = vf_max(lo, v);
-    return act->kind == KANN_ACT_CLIP ? vf_min(hi, v) : v;
-}
+#include "simd_act.h"
 
 /* Sum of n floats, in KANN_VL lanes. */
 static inline float row_sum(const float *x, size_t n) {

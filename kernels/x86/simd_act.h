@@ -1,40 +1,79 @@
-/* Fused activations on SIMD vectors, for the x86 variants' epilogues. max/min take the bound
- * first so that a NaN input passes through as NaN, as in the reference (ref/act.h). Kinds
- * without a vector form return 0 and the caller applies the scalar form after the store. */
+/* Fused activations on SIMD vectors, for the x86 variants' epilogues, written once over
+ * vec_math.h's width-neutral vectors: the including translation unit defines KANN_VEC_BITS
+ * (512 or 256) and includes vec_math.h first. max/min take the bound first so that a NaN input
+ * passes through as NaN, as in the reference (ref/act.h). Kinds without a vector form here
+ * (tanh and the ones built on it, softplus, softsign, selu, celu, thresholded relu) return 0
+ * from kann_act_vectorizes and the caller applies the scalar form after the store. */
 #ifndef KANN_X86_SIMD_ACT_H
 #define KANN_X86_SIMD_ACT_H
 
-#include <immintrin.h>
+#ifndef KANN_X86_VEC_MATH_H
+#error "define KANN_VEC_BITS and include vec_math.h before simd_act.h"
+#endif
 
 #include "kann_kernels.h"
 
-/* 1 if act has a vector form here (none, relu, clip). */
+/* 1 if act has a vector form (vf_act). */
 static inline int kann_act_vectorizes(const kann_act *act) {
-    return act->kind == KANN_ACT_NONE || act->kind == KANN_ACT_RELU || act->kind == KANN_ACT_CLIP;
+    switch (act->kind) {
+    case KANN_ACT_NONE:
+    case KANN_ACT_RELU:
+    case KANN_ACT_CLIP:
+    case KANN_ACT_LEAKY_RELU:
+    case KANN_ACT_HARD_SIGMOID:
+    case KANN_ACT_HARD_SWISH:
+    case KANN_ACT_SIGMOID:
+    case KANN_ACT_SILU:
+    case KANN_ACT_ELU:
+    case KANN_ACT_GELU:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
-#ifdef __AVX512F__
-static inline __m512 kann_act512(__m512 v, const kann_act *act, __m512 lo, __m512 hi) {
-    if (act->kind == KANN_ACT_NONE) return v;
-    v = _mm512_max_ps(lo, v);
-    return act->kind == KANN_ACT_CLIP ? _mm512_min_ps(hi, v) : v;
-}
-#endif
-
-#ifdef __AVX2__
-static inline __m256 kann_act256(__m256 v, const kann_act *act, __m256 lo, __m256 hi) {
-    if (act->kind == KANN_ACT_NONE) return v;
-    v = _mm256_max_ps(lo, v);
-    return act->kind == KANN_ACT_CLIP ? _mm256_min_ps(hi, v) : v;
-}
-#endif
-
-/* The bounds kann_act512/256 use: clip's, or relu's [0, +inf). */
+/* The bounds of relu and clip, which the epilogues set up once per call: clip's, or relu's
+ * [0, +inf). */
 static inline float kann_act_lo(const kann_act *act) {
     return act->kind == KANN_ACT_CLIP ? act->alpha : 0.0f;
 }
 static inline float kann_act_hi(const kann_act *act) {
     return act->kind == KANN_ACT_CLIP ? act->beta : __builtin_inff();
+}
+
+/* x / (1 + e^-x) (x = 1: the logistic sigmoid itself). e^-x saturates at e^88: for x below
+ * -88 the result is a tiny number of x's sign instead of 0 (the reference's expf overflows). */
+static inline vf vf_over_one_plus_exp_neg(vf num, vf x) {
+    return vf_div(num, vf_add(vf_set1(1.0f), vf_exp(vf_sub(vf_set1(0.0f), x))));
+}
+
+/* The activation of kind act->kind on v (a kind kann_act_vectorizes accepts; others pass v
+ * through). lo and hi: vf_set1(kann_act_lo(act)) and vf_set1(kann_act_hi(act)). */
+static inline vf vf_act(vf v, const kann_act *act, vf lo, vf hi) {
+    const vf zero = vf_set1(0.0f), one = vf_set1(1.0f);
+    switch (act->kind) {
+    case KANN_ACT_RELU:
+        return vf_max(lo, v);
+    case KANN_ACT_CLIP:
+        return vf_min(hi, vf_max(lo, v));
+    case KANN_ACT_LEAKY_RELU: /* x >= 0: x + alpha * 0; x < 0: 0 + alpha * x */
+        return vf_fmadd(vf_set1(act->alpha), vf_min(zero, v), vf_max(zero, v));
+    case KANN_ACT_HARD_SIGMOID:
+        return vf_min(one, vf_max(zero, vf_fmadd(vf_set1(act->alpha), v, vf_set1(act->beta))));
+    case KANN_ACT_HARD_SWISH:
+        return vf_mul(v,
+                      vf_min(one, vf_max(zero, vf_fmadd(v, vf_set1(1.0f / 6.0f), vf_set1(0.5f)))));
+    case KANN_ACT_SIGMOID:
+        return vf_over_one_plus_exp_neg(one, v);
+    case KANN_ACT_SILU:
+        return vf_over_one_plus_exp_neg(v, v);
+    case KANN_ACT_ELU: /* x >= 0: x + alpha (e^0 - 1); x < 0: 0 + alpha (e^x - 1) */
+        return vf_fmadd(vf_set1(act->alpha), vf_sub(vf_exp(vf_min(zero, v)), one), vf_max(zero, v));
+    case KANN_ACT_GELU:
+        return vf_gelu(v);
+    default:
+        return v;
+    }
 }
 
 #endif
