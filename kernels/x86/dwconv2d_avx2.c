@@ -91,7 +91,7 @@ typedef struct dw_out {
 /* One vector's store: the lanes of bit mask m (output pixels, in order) to y[0...], with the
  * residual res[0...]. Lanes 0..n-1 (whole vectors, row ends) go by a masked store; any other
  * mask (a row end inside the vector on the wide grid) through a spilled vector. */
-static inline void dw_store(__m256 v, uint32_t m, float *y, const float *res, const dw_out *o) {
+static inline __attribute__((always_inline)) void dw_store(__m256 v, uint32_t m, float *y, const float *res, const dw_out *o) {
     if ((m & (m + 1u)) == 0) {
         size_t n = (size_t)__builtin_popcount(m);
         __m256i keep = lanes(0, (int64_t)n);

@@ -87,7 +87,7 @@ typedef struct dw_out {
 
 /* One vector's store: the lanes of m (output pixels) packed to y[0...], the residual res[0...]
  * unpacked to meet them. */
-static inline void dw_store(__m512 v, __mmask16 m, float *y, const float *res, const dw_out *o) {
+static inline __attribute__((always_inline)) void dw_store(__m512 v, __mmask16 m, float *y, const float *res, const dw_out *o) {
     unsigned n = (unsigned)_mm_popcnt_u32(m);
     __mmask16 packed = (__mmask16)((1u << n) - 1u);
     int prefix = m == packed; /* whole vectors and row ends: nothing to move */

@@ -41,10 +41,11 @@ static inline float kann_act_hi(const kann_act *act) {
     return act->kind == KANN_ACT_CLIP ? act->beta : __builtin_inff();
 }
 
-/* x / (1 + e^-x) (x = 1: the logistic sigmoid itself). e^-x saturates at e^88: for x below
- * -88 the result is a tiny number of x's sign instead of 0 (the reference's expf overflows). */
+/* num / (1 + e^-x) (num = 1: the logistic sigmoid; num = x: SiLU). e^-x saturates at e^88:
+ * for x below -88 the result is a tiny number of num's sign instead of 0 (the reference's
+ * expf overflows). */
 static inline vf vf_over_one_plus_exp_neg(vf num, vf x) {
-    return vf_div(num, vf_add(vf_set1(1.0f), vf_exp(vf_sub(vf_set1(0.0f), x))));
+    return vf_mul(num, vf_rcp(vf_add(vf_set1(1.0f), vf_exp(vf_sub(vf_set1(0.0f), x)))));
 }
 
 /* The activation of kind act->kind on v (a kind kann_act_vectorizes accepts; others pass v

@@ -42,6 +42,10 @@ static inline vf vf_fmadd(vf a, vf b, vf c) {
 static inline vf vf_div(vf a, vf b) {
     return _mm512_div_ps(a, b);
 }
+/* 1 / a within 2^-14 relative */
+static inline vf vf_rcp_estimate(vf a) {
+    return _mm512_rcp14_ps(a);
+}
 /* the larger lane of a and b; b's lane where one is NaN */
 static inline vf vf_max(vf a, vf b) {
     return _mm512_max_ps(a, b);
@@ -103,6 +107,10 @@ static inline vf vf_fmadd(vf a, vf b, vf c) {
 static inline vf vf_div(vf a, vf b) {
     return _mm256_div_ps(a, b);
 }
+/* 1 / a within 1.5 * 2^-12 relative */
+static inline vf vf_rcp_estimate(vf a) {
+    return _mm256_rcp_ps(a);
+}
 static inline vf vf_max(vf a, vf b) {
     return _mm256_max_ps(a, b);
 }
@@ -134,6 +142,13 @@ static inline float vf_hmax(vf a) {
 #else
 #error "define KANN_VEC_BITS as 512 or 256"
 #endif
+
+/* 1 / a for finite a >= 1 (a denominator such as 1 + e^-x), about 1 ulp: the estimate refined
+ * by one Newton step, a few cycles where a division takes ten or more per vector. */
+static inline vf vf_rcp(vf a) {
+    vf r = vf_rcp_estimate(a);
+    return vf_mul(r, vf_fmadd(vf_sub(vf_set1(0.0f), a), r, vf_set1(2.0f)));
+}
 
 /* e^x, relative error about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two parts
  * so that n ln2 is exact), e^r = 1 + r + r^2 p(r) with a degree-5 minimax p, times 2^n. Below
