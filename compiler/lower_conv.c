@@ -12,14 +12,14 @@
 #include "ref/conv2d_packed.h"
 #include "shapes.h"
 
-/* W [c_out][K] (the ONNX layout, K = c_in * k_h * k_w) as panels of KANN_CONV_PANEL output
- * channels: [panel][K][12], channels past c_out zero. */
-static int pack_weight_panels(kc_graph *g, int w, uint32_t c_out, size_t K) {
+/* Rows [m0, m0 + c_out) of W [..][K] (the ONNX layout, K = c_in / group * k_h * k_w) as panels
+ * of KANN_CONV_PANEL output channels: [panel][K][12], channels past c_out zero. */
+static int pack_weight_panels(kc_graph *g, int w, size_t m0, uint32_t c_out, size_t K) {
     const kc_value *wv = kc_val(g, w);
     size_t panels = (c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
     float *packed = calloc(panels * K * KANN_CONV_PANEL, sizeof(float));
     if (!packed) abort();
-    const float *src = wv->data;
+    const float *src = (const float *)wv->data + m0 * K;
     for (size_t m = 0; m < c_out; m++)
         for (size_t k = 0; k < K; k++)
             packed[(m / KANN_CONV_PANEL) * K * KANN_CONV_PANEL + k * KANN_CONV_PANEL +
@@ -29,7 +29,6 @@ static int pack_weight_panels(kc_graph *g, int w, uint32_t c_out, size_t K) {
     free(packed);
     return v;
 }
-
 
 /* The conv's input with its padding put around it once (kernel pad2d), just the rows and
  * columns the windows reach: [c_in][h][w]. */
@@ -121,7 +120,7 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
     int64_t gran = KANN_CONV_PIXEL_GRANULE;
     int64_t tiles = (int64_t)(a->h_out + 1) / 2 * ((a->w_out + 1) / 2);
     int scratch = kc_new_scratch(g, "winograd_tiles",
-                              16 * (int64_t)a->c_in * ((tiles + gran - 1) / gran * gran));
+                                 16 * (int64_t)a->c_in * ((tiles + gran - 1) / gran * gran));
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_WINOGRAD, id);
     *(kann_conv2d_winograd_args *)c->args = args;
     kc_bind(c, offsetof(kann_conv2d_winograd_args, x), x, 0, 0);
@@ -135,16 +134,18 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
     c->macs = (double)a->c_out * a->h_out * a->w_out * a->c_in * 9;
 }
 
+/* A conv on the packed kernel: one call, or with groups one call per group, each a group-1 conv
+ * on its slice of the channels (input, weight rows, bias, residual and output slices are
+ * contiguous in NCHW), all reading the input padded once when they take the wide path. */
 static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
-    size_t K = (size_t)c2->c_in * c2->k_h * c2->k_w;
-    int panels = pack_weight_panels(g, w, c2->c_out, K);
+    uint32_t groups = c2->group ? c2->group : 1;
     kann_conv2d_packed_args args = {0}, *a = &args;
-    a->c_in = c2->c_in;
+    a->c_in = c2->c_in / groups;
     a->h_in = c2->h_in;
     a->w_in = c2->w_in;
-    a->c_out = c2->c_out;
+    a->c_out = c2->c_out / groups;
     a->h_out = c2->h_out;
     a->w_out = c2->w_out;
     a->k_h = c2->k_h;
@@ -156,6 +157,7 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
     a->pad_top = c2->pad_top;
     a->pad_left = c2->pad_left;
     a->act = c2->act;
+    size_t K = (size_t)a->c_in * a->k_h * a->k_w;
     /* A stride-1 conv reads its windows in place (the wide path) from its input padded to
      * exactly the rows and columns they reach, unless that wastes too many columns. */
     if (a->stride_h == 1 && a->stride_w == 1 && !kann_conv2d_packed_pointwise(a)) {
@@ -171,26 +173,41 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
         }
         if (kann_conv2d_packed_wide(&wide)) *a = wide;
     }
-    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_PACKED, id);
-    *(kann_conv2d_packed_args *)c->args = args;
     uint32_t hw = a->h_out * a->w_out;
-    kc_bind(c, offsetof(kann_conv2d_packed_args, x), x, 0, 0);
-    kc_bind(c, offsetof(kann_conv2d_packed_args, w), panels, 0, 0);
-    kc_bind(c, offsetof(kann_conv2d_packed_args, bias), b, 0, 0);
-    kc_bind(c, offsetof(kann_conv2d_packed_args, residual), n->epi.residual, 0, 0);
-    kc_bind(c, offsetof(kann_conv2d_packed_args, y), y, 0, 1);
-    if (kann_conv2d_packed_pointwise(a) || kann_conv2d_packed_wide(a)) {
-        /* x read in place: tiles along channels or pixels, whichever balances */
-        kc_set_tile(c, a->c_out, KANN_CONV_PANEL, hw, KANN_CONV_PIXEL_GRANULE);
-    } else {
-        /* The gathered B of a tile's pixels: tiles along pixels write disjoint parts of it,
-         * so the tile stays on that axis (one channel tile spans all the channels). */
-        int64_t g32 = KANN_CONV_PIXEL_GRANULE;
-        int scratch = kc_new_scratch(g, "im2col", (int64_t)K * ((hw + g32 - 1) / g32 * g32));
-        kc_bind(c, offsetof(kann_conv2d_packed_args, scratch), scratch, 0, 1);
-        kc_set_tile(c, a->c_out, a->c_out, hw, KANN_CONV_PIXEL_GRANULE);
+    int64_t fl = (int64_t)sizeof(float);
+    int64_t x_group = (int64_t)a->c_in * a->h_in * a->w_in * fl,
+            y_group = (int64_t)a->c_out * hw * fl;
+    for (uint32_t gi = 0; gi < groups; gi++) {
+        int panels = pack_weight_panels(g, w, (size_t)gi * a->c_out, a->c_out, K);
+        kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_PACKED, id);
+        *(kann_conv2d_packed_args *)c->args = args;
+        kc_bind(c, offsetof(kann_conv2d_packed_args, x), x, gi * x_group, 0);
+        kc_bind(c, offsetof(kann_conv2d_packed_args, w), panels, 0, 0);
+        kc_bind(c, offsetof(kann_conv2d_packed_args, bias), b, (int64_t)gi * a->c_out * fl, 0);
+        kc_bind(c, offsetof(kann_conv2d_packed_args, residual), n->epi.residual, gi * y_group, 0);
+        kc_bind(c, offsetof(kann_conv2d_packed_args, y), y, gi * y_group, 1);
+        if (kann_conv2d_packed_pointwise(a) || kann_conv2d_packed_wide(a)) {
+            /* x read in place: tiles along channels or pixels, whichever balances */
+            kc_set_tile(c, a->c_out, KANN_CONV_PANEL, hw, KANN_CONV_PIXEL_GRANULE);
+        } else {
+            /* The gathered B of a tile's pixels: tiles along pixels write disjoint parts of
+             * it, so the tile stays on that axis (one channel tile spans all the channels). */
+            int64_t g32 = KANN_CONV_PIXEL_GRANULE;
+            int scratch = kc_new_scratch(g, "im2col", (int64_t)K * ((hw + g32 - 1) / g32 * g32));
+            kc_bind(c, offsetof(kann_conv2d_packed_args, scratch), scratch, 0, 1);
+            kc_set_tile(c, a->c_out, a->c_out, hw, KANN_CONV_PIXEL_GRANULE);
+        }
+        c->macs = (double)a->c_out * hw * (double)K;
     }
-    c->macs = (double)a->c_out * hw * (double)K;
+}
+
+/* Grouped convs (not depthwise) as one packed conv per group, where the groups are few enough
+ * for one call each and hold enough output channels to fill part of a 12-channel panel;
+ * others (depthwise multipliers, hundreds of tiny groups) stay on the direct kernel. */
+static int groups_pack(const kann_conv2d_args *a) {
+    uint32_t G = a->group;
+    return G > 1 && G <= 64 && a->c_in % G == 0 && a->c_out % G == 0 && a->c_out / G >= 4 &&
+           !(G == a->c_in && a->c_out == a->c_in);
 }
 
 int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
@@ -229,6 +246,10 @@ int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     a->pad_top = two ? (uint32_t)win.pad_begin[0] : 0;
     a->pad_left = (uint32_t)win.pad_begin[two];
     a->act = kc_node_act(n);
+    if (a->n == 1 && groups_pack(a) && kc_is_const(g, w)) {
+        lower_packed(g, p, id, a);
+        return 0;
+    }
     if (a->n == 1 && a->group == 1 && kc_is_const(g, w)) {
         if (winograd_pays(a))
             lower_winograd(g, p, id, a);

@@ -56,6 +56,12 @@ def conv_cases():
     yield conv_case("conv_dilated_asym", [1, 2, 12, 13], [3, 2, 3, 2], 3, dilations=[2, 1],
                     pads=[2, 0, 1, 1], strides=[1, 2])
     yield conv_case("conv_groups", [1, 6, 8, 8], [4, 3, 3, 3], 4, group=2, pads=[1, 1, 1, 1])
+    # groups of 4 or more output channels: one packed conv per group (wide, gather, pointwise)
+    yield conv_case("conv_groups_packed_wide", [1, 16, 9, 11], [24, 4, 3, 3], 41, group=4,
+                    pads=[1, 1, 1, 1])
+    yield conv_case("conv_groups_packed_stride2", [1, 32, 13, 13], [32, 8, 3, 3], 42, group=4,
+                    strides=[2, 2], pads=[1, 1, 1, 1])
+    yield conv_case("conv_groups_packed_pointwise", [1, 16, 7, 7], [32, 4, 1, 1], 43, group=4)
     yield conv_case("conv_depthwise", [1, 7, 10, 10], [7, 1, 3, 3], 5, group=7, strides=[2, 2],
                     pads=[1, 1, 1, 1])
     yield conv_case("conv_same_upper", [1, 3, 7, 8], [4, 3, 4, 4], 6, auto_pad="SAME_UPPER",
