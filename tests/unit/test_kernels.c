@@ -558,6 +558,8 @@ static void run_binary_case(int case_index, uint32_t rank, const uint32_t *dims,
     if (op == KANN_BINARY_POW) /* real powers of positive bases */
         for (size_t i = 0; i < a_n; i++)
             a[i] = fabsf(a[i]) + 0.25f;
+    if (op == KANN_BINARY_POW && b_n == 1 && case_index % 3 < 2) /* the squares and cubes path */
+        b[0] = case_index % 3 ? 3.0f : 2.0f;
     p.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
     p.act = random_act();
     double *expected = malloc(y_n * sizeof(double));
@@ -601,6 +603,9 @@ static void test_binary(void **state) {
                            KANN_BINARY_PRELU);
         run_binary_case(i, rank, dims, op, a_mask, b_mask);
     }
+    /* x^2, x^3 (multiplied out) and x^b by powf, the exponent a broadcast scalar */
+    for (int i = 300; i < 303; i++)
+        run_binary_case(i, 3, (const uint32_t[]){2, 3, 17}, KANN_BINARY_POW, 0, 0x7);
 }
 
 static void test_transpose(void **state) {
