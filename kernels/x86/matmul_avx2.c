@@ -10,6 +10,7 @@
 
 #define KANN_VEC_BITS 256
 #include "vec_math.h"
+#include "simd_act.h"
 
 #define CHUNK 16
 #define ROWS 6
@@ -24,15 +25,15 @@ static inline __m256i lanes(size_t n) {
 }
 
 /* alpha, bias, residual and the activation on one row of len accumulated columns, then the
- * store to y. A dense bias row and no activation or GELU run in vectors; the rest goes
- * through the reference epilogue. */
+ * store to y. A dense bias row and an activation with a vector form (simd_act.h) run in
+ * vectors; the rest goes through the reference epilogue. */
 static void finish_row(const kann_matmul_args *a, float *acc, size_t len, size_t i, size_t j0,
                        const float *bias, const float *residual, float *y_row) {
     float alpha = a->alpha, beta = a->beta;
     const float *bias_row = bias ? bias + i * a->bias_row_stride : NULL;
-    int kind = a->act.kind;
     if (!bias || a->bias_col_stride == 1) {
-        int vector_act = kind == KANN_ACT_NONE || kind == KANN_ACT_GELU;
+        int vector_act = kann_act_vectorizes(&a->act);
+        vf lo = vf_set1(kann_act_lo(&a->act)), hi = vf_set1(kann_act_hi(&a->act));
         __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
         for (size_t j = 0; j < len; j += 8) {
             __m256i m = lanes(len - j);
@@ -40,9 +41,8 @@ static void finish_row(const kann_matmul_args *a, float *acc, size_t len, size_t
             if (bias_row)
                 v = _mm256_add_ps(v, _mm256_mul_ps(vb, _mm256_maskload_ps(bias_row + j0 + j, m)));
             if (residual) v = _mm256_add_ps(v, _mm256_maskload_ps(residual + j, m));
-            if (kind == KANN_ACT_GELU) v = vf_gelu(v);
             if (vector_act)
-                _mm256_maskstore_ps(y_row + j, m, v);
+                _mm256_maskstore_ps(y_row + j, m, vf_act(v, &a->act, lo, hi));
             else
                 _mm256_store_ps(acc + j, v);
         }

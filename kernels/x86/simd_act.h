@@ -2,8 +2,8 @@
  * vec_math.h's width-neutral vectors: the including translation unit defines KANN_VEC_BITS
  * (512 or 256) and includes vec_math.h first. max/min take the bound first so that a NaN input
  * passes through as NaN, as in the reference (ref/act.h). Kinds without a vector form here
- * (tanh and the ones built on it, softplus, softsign, selu, celu, thresholded relu) return 0
- * from kann_act_vectorizes and the caller applies the scalar form after the store. */
+ * (mish, softplus, softsign, selu, celu, thresholded relu) return 0 from kann_act_vectorizes
+ * and the caller applies the scalar form after the store. */
 #ifndef KANN_X86_SIMD_ACT_H
 #define KANN_X86_SIMD_ACT_H
 
@@ -26,6 +26,8 @@ static inline int kann_act_vectorizes(const kann_act *act) {
     case KANN_ACT_SILU:
     case KANN_ACT_ELU:
     case KANN_ACT_GELU:
+    case KANN_ACT_TANH:
+    case KANN_ACT_GELU_TANH:
         return 1;
     default:
         return 0;
@@ -72,6 +74,15 @@ static inline vf vf_act(vf v, const kann_act *act, vf lo, vf hi) {
         return vf_fmadd(vf_set1(act->alpha), vf_sub(vf_exp(vf_min(zero, v)), one), vf_max(zero, v));
     case KANN_ACT_GELU:
         return vf_gelu(v);
+    case KANN_ACT_TANH:
+        return vf_tanh(v);
+    case KANN_ACT_GELU_TANH: { /* x / 2 (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+        vf x2 = vf_mul(v, v);
+        vf inner =
+            vf_mul(vf_set1(0.79788456080286536f), vf_fmadd(vf_mul(vf_set1(0.044715f), x2), v, v));
+        vf half_x = vf_mul(v, vf_set1(0.5f));
+        return vf_fmadd(half_x, vf_tanh(inner), half_x);
+    }
     default:
         return v;
     }

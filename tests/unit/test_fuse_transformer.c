@@ -278,11 +278,40 @@ static uint32_t rng_range(uint32_t lo, uint32_t hi) {
     return lo + (uint32_t)(z % ((uint64_t)hi - lo + 1));
 }
 
-/* Every variant against y = gelu(x W + bias + residual) in double, with erf from libm, over
- * ragged row blocks and column chunks, values wide enough to reach erf's saturation. */
-static void matmul_bias_residual_gelu_variants(void **state) {
+/* The activations a transformer or CNN layer fuses into a matmul, in double from libm. */
+static const int epilogue_acts[] = {KANN_ACT_GELU,    KANN_ACT_GELU_TANH, KANN_ACT_TANH,
+                                    KANN_ACT_SIGMOID, KANN_ACT_SILU,      KANN_ACT_HARD_SWISH,
+                                    KANN_ACT_RELU,    KANN_ACT_NONE};
+
+static double epilogue_act(int kind, double s) {
+    switch (kind) {
+    case KANN_ACT_GELU:
+        return 0.5 * s * (1.0 + erf(s / sqrt(2.0)));
+    case KANN_ACT_GELU_TANH:
+        return 0.5 * s * (1.0 + tanh(sqrt(2.0 / M_PI) * (s + 0.044715 * s * s * s)));
+    case KANN_ACT_TANH:
+        return tanh(s);
+    case KANN_ACT_SIGMOID:
+        return 1.0 / (1.0 + exp(-s));
+    case KANN_ACT_SILU:
+        return s / (1.0 + exp(-s));
+    case KANN_ACT_HARD_SWISH:
+        return s * fmin(1.0, fmax(0.0, s / 6.0 + 0.5));
+    case KANN_ACT_RELU:
+        return s > 0 ? s : 0;
+    default:
+        return s;
+    }
+}
+
+/* Every variant against y = act(x W + bias + residual) in double, over ragged row blocks and
+ * column chunks, values wide enough to reach erf's and tanh's saturation, each activation of
+ * epilogue_acts in turn (the vector epilogue and, where a kind has no vector form, the scalar
+ * one). */
+static void matmul_bias_residual_act_variants(void **state) {
     (void)state;
-    for (int it = 0; it < 40; it++) {
+    for (int it = 0; it < 64; it++) {
+        int kind = epilogue_acts[it % (int)(sizeof epilogue_acts / sizeof epilogue_acts[0])];
         uint32_t batch = rng_range(1, 3), m = rng_range(1, 14), n = rng_range(1, 140),
                  k = rng_range(1, 40);
         size_t na = (size_t)batch * m * k, nb = (size_t)k * n, ny = (size_t)batch * m * n;
@@ -302,7 +331,7 @@ static void matmul_bias_residual_gelu_variants(void **state) {
                         s += (double)A[(bt * m + i) * k + kk] * B[kk * n + j] / 8.0;
                     size_t o = (bt * m + i) * n + j;
                     s += bias[j] + res[o];
-                    want[o] = 0.5 * s * (1.0 + erf(s / sqrt(2.0)));
+                    want[o] = epilogue_act(kind, s);
                 }
         kann_matmul_args a = {0};
         a.batch = batch;
@@ -317,7 +346,7 @@ static void matmul_bias_residual_gelu_variants(void **state) {
         a.bias_col_stride = 1;
         a.alpha = 0.125f;
         a.beta = 1.0f;
-        a.act.kind = KANN_ACT_GELU;
+        a.act.kind = (uint32_t)kind;
         a.a = (kann_ref){KANN_SPACE_ARENA, 0, 0};
         a.b = (kann_ref){KANN_SPACE_ARENA, 0, na * sizeof(float)};
         a.bias = (kann_ref){KANN_SPACE_ARENA, 0, (na + nb) * sizeof(float)};
@@ -333,8 +362,8 @@ static void matmul_bias_residual_gelu_variants(void **state) {
             vs[v].fn(&a, &ex);
             for (size_t i = 0; i < ny; i++)
                 if (!(fabs(y[i] - want[i]) <= 2e-5 * (1.0 + fabs(want[i]))))
-                    fail_msg("%s: element %zu of %ux%ux%u is %g, want %g", vs[v].isa, i, m, n, k,
-                             (double)y[i], want[i]);
+                    fail_msg("%s, act %d: element %zu of %ux%ux%u is %g, want %g", vs[v].isa, kind,
+                             i, m, n, k, (double)y[i], want[i]);
         }
         free(want);
         free(mem);
@@ -351,7 +380,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(scale_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(erf_gelu_becomes_matmul_activation, setup, teardown),
         cmocka_unit_test_setup_teardown(erf_gelu_left_alone, setup, teardown),
-        cmocka_unit_test(matmul_bias_residual_gelu_variants),
+        cmocka_unit_test(matmul_bias_residual_act_variants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
