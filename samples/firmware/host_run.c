@@ -2,17 +2,37 @@
  * reads each input's raw bytes (little-endian, dense, as in a .npy payload) from a file, runs
  * kann_static_run and writes each output's raw bytes to OUT_DIR/<output name>.raw (the name
  * made file-system safe as kann-run --output-dir makes it). Build it with the generated source
- * and -DKANN_STATIC_MODEL=<prefix>_model (see tests/e2e/test_emit_c.sh). */
+ * and -DKANN_STATIC_MODEL=<prefix>_model (see tests/e2e/test_emit_c.sh). With the generated
+ * header included and -DKANN_STATIC_WEIGHTS_SIZE=<PREFIX>_WEIGHTS_SIZE
+ * -DKANN_STATIC_WEIGHTS_CRC32=<PREFIX>_WEIGHTS_CRC32, it first checks the weights as the C
+ * compiler (or the assembler's .incbin) built them against kann-c's CRC: every byte, not only
+ * those the outputs happen to depend on. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kann.h"
+#include "kann_format.h"
 
 #ifndef KANN_STATIC_MODEL
 #error "define KANN_STATIC_MODEL as the generated model's <prefix>_model"
 #endif
 extern const kann_static_model KANN_STATIC_MODEL;
+
+/* 0 when the weights match the CRC kann-c computed, or when no CRC was given. */
+static int check_weights(const kann_static_model *m) {
+#if defined(KANN_STATIC_WEIGHTS_SIZE) && defined(KANN_STATIC_WEIGHTS_CRC32)
+    uint32_t crc = kann_crc32(0, m->consts, KANN_STATIC_WEIGHTS_SIZE); /* 0 for no bytes */
+    if (crc != (uint32_t)KANN_STATIC_WEIGHTS_CRC32) {
+        fprintf(stderr, "host_run: the weights' CRC-32 is 0x%08x, kann-c wrote 0x%08x\n",
+                (unsigned)crc, (unsigned)KANN_STATIC_WEIGHTS_CRC32);
+        return 1;
+    }
+#else
+    (void)m;
+#endif
+    return 0;
+}
 
 /* [A-Za-z0-9._-] kept, the rest '_', no leading '.', as kann-run does. */
 static void safe_name(const char *name, char *out, size_t n) {
@@ -52,6 +72,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: host_run INPUT.raw... OUT_DIR  (%u inputs)\n", m->n_inputs);
         return 2;
     }
+    if (check_weights(m)) return 1;
     size_t arena_size = (m->arena_size + 63) / 64 * 64;
     void *arena = aligned_alloc(64, arena_size ? arena_size : 64);
     if (!arena) {

@@ -2,8 +2,10 @@
 # kann-c --emit c: the generated C, compiled on the host with gcc and run by
 # samples/firmware/host_run.c, gives bit-identical outputs to the model.bin of the same
 # compile options run by kann-run --threads 1, both on the reference kernels: the sample CNN
-# (1 and 2 streams, weights inline and as a .incbin blob) and the shared real models when
-# KANN_MODELS_DIR (or ../shared/models) has them. Also the CLI's checks of the C options.
+# (1 and 2 streams, weights inline and as a .incbin blob), weights of every byte pattern the
+# string literal escapes, and the shared real models when KANN_MODELS_DIR (or ../shared/models)
+# has them; host_run first checks the compiled weights against kann-c's CRC. Also the CLI's
+# checks of the C options.
 set -euo pipefail
 src=${KANN_SOURCE_DIR:?}
 build=${KANN_BUILD_DIR:?}
@@ -46,7 +48,10 @@ check() {
     local t0=$SECONDS
     if ! $cc "${sanitize[@]}" -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror -Wmissing-prototypes \
         -Wstrict-prototypes -I"$src/runtime/include" -I"$src/kernels" -I"$dir" \
-        -DKANN_STATIC_MODEL=model_model "$dir/model.c" "$src/samples/firmware/host_run.c" \
+        -DKANN_STATIC_MODEL=model_model -include "$dir/model.h" \
+        -DKANN_STATIC_WEIGHTS_SIZE=MODEL_WEIGHTS_SIZE \
+        -DKANN_STATIC_WEIGHTS_CRC32=MODEL_WEIGHTS_CRC32 \
+        "$dir/model.c" "$src/samples/firmware/host_run.c" \
         -Wl,--start-group "$build/runtime/libkann_core.a" "$build/kernels/libkann_kernels.a" \
         -Wl,--end-group -lm -o "$dir/host_run"; then
         fail "$name: the generated C does not compile"
@@ -115,6 +120,29 @@ expect_usage -o "$work/bad.bin" --c-weights-blob "$work/w.bin"
 "$kann_c" -q "$cnn" --emit c -o "$work/my-net.v2.c"
 grep -q "const kann_static_model my_net_v2_model" "$work/my-net.v2.c" ||
     fail "the default prefix of my-net.v2.c is not my_net_v2"
+
+# Weights holding every byte pair and every "??x" triple: each escape of the string literal,
+# its padding before a digit, quotes, backslashes and runs of '?' (trigraphs), checked byte
+# for byte by host_run's CRC and through y = x + C.
+"$py" - "$work" <<'EOF'
+import os, sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+pairs = np.stack(np.meshgrid(np.arange(256), np.arange(256), indexing="ij"), -1).ravel()
+triples = np.array([[63, 63, b] for b in range(256)]).ravel()
+raw = np.concatenate([pairs, triples, [63] * 7, [48]]).astype("<u1")
+c = raw.view("<f4").reshape(1, -1)
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(c.shape))
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(c.shape))
+g = helper.make_graph([helper.make_node("Add", ["x", "C"], ["y"], name="add")], "bytes", [x],
+                      [y], [numpy_helper.from_array(c, "C")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 7
+open(os.path.join(sys.argv[1], "bytes.onnx"), "wb").write(m.SerializeToString())
+np.save(os.path.join(sys.argv[1], "bytes.input.npy"),
+        np.random.default_rng(7).standard_normal(c.shape).astype(np.float32))
+EOF
+check weight_bytes "$work/bytes.onnx" 1 inline "$work/bytes.input.npy"
 
 check sample_cnn_1stream "$cnn" 1 inline "$work/sample_cnn.input.npy"
 check sample_cnn_2streams "$cnn" 2 inline "$work/sample_cnn.input.npy"
