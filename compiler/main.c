@@ -58,7 +58,7 @@ static void usage(FILE *out) {
             "  --save-onnx FILE           write the model (text or .onnx) as a binary .onnx\n"
             "  --max-memory BYTES         refuse a model whose arena or weights exceed BYTES\n"
             "                             (suffix K, M or G: binary multiples)\n"
-            "  -q, --quiet                no compile summary\n"
+            "  -q, --quiet                no compile summary or notes\n"
             "  -h, --help                 this help\n"
             "  --version                  print the version\n"
             "\n"
@@ -332,6 +332,7 @@ int main(int argc, char **argv) {
     }
     kc_diag d;
     kc_diag_init(&d, o.input, stderr);
+    d.quiet = o.quiet; /* -q: no summary and no notes; warnings and errors stay */
     kc_stats st = {0};
     kc_program prog = {0};
     kc_schedule sched = {0};
