@@ -33,15 +33,6 @@
 #define FOR_X(X) X(0)
 #endif
 
-/* lanes [lo, hi) of a run starting at p, zero elsewhere; nothing outside them is read */
-inline VT load_part(global const float *p, int lo, int hi) {
-    float t[VW];
-    if (hi <= lo) return (VT)(0.0f);
-    for (int j = 0; j < VW; j++)
-        t[j] = (j >= lo && j < hi) ? p[clamp(j, lo, hi - 1)] : 0.0f;
-    return VLOAD(0, t);
-}
-
 /* input row values at iw_first + j * SW for lanes j < lanes, zero where outside [0, w_in) */
 inline VT gather_row(global const float *row, int iw_first, int w_in, int lanes) {
     float t[VW];

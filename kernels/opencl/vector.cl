@@ -26,3 +26,12 @@
 #define VLOAD(i, p) ((p)[i])
 #define VSTORE(v, i, p) ((p)[i] = (v))
 #endif
+
+/* lanes [lo, hi) of a run starting at p, zero elsewhere; nothing outside them is read */
+inline VT load_part(global const float *p, int lo, int hi) {
+    float t[VW];
+    if (hi <= lo) return (VT)(0.0f);
+    for (int j = 0; j < VW; j++)
+        t[j] = (j >= lo && j < hi) ? p[clamp(j, lo, hi - 1)] : 0.0f;
+    return VLOAD(0, t);
+}

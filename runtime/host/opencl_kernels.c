@@ -50,6 +50,15 @@ static void band_launch(kann_ocl_launch *l, kann_ocl_program_kind program, const
     l->global[0] = rows && row_len ? (n < rows ? n : rows) : 0;
 }
 
+/* CPU devices: an elementwise kernel whose tile is flat elements, by rows of its innermost
+ * dimension (row_len long; the tile may start and end inside a row), in bands (band_launch). */
+static void row_band_launch(kann_ocl_launch *l, const char *entry, const kann_tile *t,
+                            size_t row_len) {
+    size_t r0 = row_len ? t->begin / row_len : 0;
+    size_t r1 = row_len && t->end > t->begin ? (t->end - 1) / row_len + 1 : r0;
+    band_launch(l, KANN_OCL_PROGRAM_GENERIC, entry, r1 - r0, row_len);
+}
+
 /* scatter_nd applies its tuples in order. When every tuple offset is a multiple of slice_len,
  * slice element i of any tuple lands on elements no other slice element reaches, so one
  * work-item per slice element (each walking the tuples in order) keeps that order; the kernel
@@ -217,7 +226,14 @@ static void conv_shape_from_packed(const kann_conv2d_packed_args *a, conv_shape 
 }
 #endif
 
-static void matmul_launch(const kann_matmul_args *a, kann_ocl_launch *l) {
+/* multiply-adds (vector lanes) an f32_matmul_rows work-item does at least: as CONV_ITEM_FMAS */
+#define MATMUL_ITEM_FMAS ((size_t)1 << 16)
+#define MATMUL_ROWS_MM 8    /* rows of a block (MM in matmul.cl) */
+#define MATMUL_ROWS_COLS 32 /* columns of a block (2 * VW) */
+#define MATMUL_MIN_ITEMS 16 /* work-items enough to keep a CPU device's cores busy */
+#define MATMUL_FEW_ROWS 512
+
+static void matmul_launch(const kann_matmul_args *a, cl_device_type type, kann_ocl_launch *l) {
     uint32_t i_b = 0, i_e = a->m, j_b = 0, j_e = a->n;
     if (a->tile.axis == 0) {
         i_b = a->tile.begin;
@@ -226,17 +242,39 @@ static void matmul_launch(const kann_matmul_args *a, kann_ocl_launch *l) {
         j_b = a->tile.begin;
         j_e = a->tile.end;
     }
-    int dot8 = a->b_col_stride != 1 && a->a_col_stride == 1 && a->b_row_stride == 1;
+    size_t rows = i_e > i_b ? i_e - i_b : 0, cols = j_e > j_b ? j_e - j_b : 0;
     l->program = KANN_OCL_PROGRAM_MATMUL;
-    l->entry = "f32_matmul";
-    snprintf(l->options, sizeof l->options, "-DVW=1 -DACT=%u -DHAS_BIAS=%d -DHAS_RES=%d -DDOT8=%d",
-             a->act.kind, a->bias.space != KANN_SPACE_NONE, a->residual.space != KANN_SPACE_NONE,
-             dot8);
     l->has_local = 1;
+    l->local[0] = l->local[1] = l->local[2] = 1;
+    int len =
+        snprintf(l->options, sizeof l->options, "-DACT=%u -DHAS_BIAS=%d -DHAS_RES=%d", a->act.kind,
+                 a->bias.space != KANN_SPACE_NONE, a->residual.space != KANN_SPACE_NONE);
+    if ((type & CL_DEVICE_TYPE_CPU) && a->b_col_stride == 1) {
+        /* blocks of MM rows x 32 columns, in bands of at least MATMUL_ITEM_FMAS */
+        size_t blocks = bands(rows, MATMUL_ROWS_MM) * bands(cols, MATMUL_ROWS_COLS);
+        size_t block_fmas = (size_t)MATMUL_ROWS_MM * MATMUL_ROWS_COLS * a->k;
+        size_t per = block_fmas >= MATMUL_ITEM_FMAS ? 1 : MATMUL_ITEM_FMAS / (block_fmas + 1) + 1;
+        /* Few rows (up to MATMUL_FEW_ROWS) over wide weights (vit_b_32's 50 tokens, swin_t's
+         * last stage): where there are columns enough for every core, a band takes all the row
+         * blocks of its columns, so that B's panel (k x 32) comes from memory once and serves
+         * every row from cache, instead of once per row block. */
+        size_t row_blocks = bands(rows, MATMUL_ROWS_MM);
+        if (rows <= MATMUL_FEW_ROWS && row_blocks && per < row_blocks &&
+            blocks / row_blocks >= MATMUL_MIN_ITEMS)
+            per = row_blocks;
+        snprintf(l->options + len, sizeof l->options - (size_t)len, " -DROWS=1 -DVW=16");
+        l->entry = "f32_matmul_rows";
+        l->global[0] = a->batch ? bands(blocks, per) : 0;
+        l->global[1] = 1;
+        l->global[2] = a->batch;
+        return;
+    }
+    int dot8 = a->b_col_stride != 1 && a->a_col_stride == 1 && a->b_row_stride == 1;
+    snprintf(l->options + len, sizeof l->options - (size_t)len, " -DROWS=0 -DVW=1 -DDOT8=%d", dot8);
+    l->entry = "f32_matmul";
     l->local[0] = 16;
-    l->local[1] = l->local[2] = 1;
-    l->global[0] = i_e > i_b && a->batch ? round_up(j_e - j_b, 16) : 0;
-    l->global[1] = i_e - i_b;
+    l->global[0] = rows && a->batch ? round_up(cols, 16) : 0;
+    l->global[1] = rows;
     l->global[2] = a->batch;
 }
 
@@ -290,17 +328,25 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
         return KANN_OK;
 #endif
     case KANN_KERNEL_F32_MATMUL:
-        matmul_launch(args, l);
+        matmul_launch(args, type, l);
         return KANN_OK;
-    case KANN_KERNEL_F32_BINARY:
-        simple_launch(l, "f32_binary", tile_len, 1, 1);
+    case KANN_KERNEL_F32_BINARY: {
+        const kann_binary_args *a = args;
+        if ((type & CL_DEVICE_TYPE_CPU) && a->rank >= 1 && a->rank <= KANN_MAX_RANK)
+            row_band_launch(l, "f32_binary_rows", t, a->dims[a->rank - 1]);
+        else
+            simple_launch(l, "f32_binary", tile_len, 1, 1);
         return KANN_OK;
+    }
     case KANN_KERNEL_F32_ACT:
         simple_launch(l, "f32_act", tile_len, 1, 1);
         return KANN_OK;
     case KANN_KERNEL_F32_CHANNEL_AFFINE: {
         const kann_channel_affine_args *a = args;
-        simple_launch(l, "f32_channel_affine", a->inner, tile_len, 1);
+        if (type & CL_DEVICE_TYPE_CPU)
+            band_launch(l, KANN_OCL_PROGRAM_GENERIC, "f32_channel_affine_rows", tile_len, a->inner);
+        else
+            simple_launch(l, "f32_channel_affine", a->inner, tile_len, 1);
         return KANN_OK;
     }
     case KANN_KERNEL_F32_POOL2D: {
@@ -320,12 +366,20 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
         simple_launch(l, "f32_softmax", a->inner, a->axis_len ? tile_len : 0, 1);
         return KANN_OK;
     }
-    case KANN_KERNEL_F32_TRANSPOSE:
-        simple_launch(l, "f32_transpose", tile_len, 1, 1);
+    case KANN_KERNEL_F32_TRANSPOSE: {
+        const kann_transpose_args *a = args;
+        if ((type & CL_DEVICE_TYPE_CPU) && a->rank >= 1 && a->rank <= KANN_MAX_RANK)
+            row_band_launch(l, "f32_transpose_rows", t, a->dims[a->rank - 1]);
+        else
+            simple_launch(l, "f32_transpose", tile_len, 1, 1);
         return KANN_OK;
+    }
     case KANN_KERNEL_F32_COPY: {
         const kann_copy_args *a = args;
-        simple_launch(l, "f32_copy", a->row_len, tile_len, 1);
+        if (type & CL_DEVICE_TYPE_CPU)
+            band_launch(l, KANN_OCL_PROGRAM_GENERIC, "f32_copy_rows", tile_len, a->row_len);
+        else
+            simple_launch(l, "f32_copy", a->row_len, tile_len, 1);
         return KANN_OK;
     }
     case KANN_KERNEL_F32_REDUCE:
@@ -418,9 +472,14 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
         program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_resize", a->w_out, a->h_out, tile_len);
         return KANN_OK;
     }
-    case KANN_KERNEL_UNARY:
-        program_launch(l, KANN_OCL_PROGRAM_TYPED, "unary", tile_len, 1, 1);
+    case KANN_KERNEL_UNARY: {
+        const kann_unary_args *a = args;
+        if ((type & CL_DEVICE_TYPE_CPU) && a->dtype == KANN_DTYPE_F32 && a->op <= KANN_UNARY_ERF)
+            band_launch(l, KANN_OCL_PROGRAM_TYPED, "unary_f32_band", tile_len, 1);
+        else
+            program_launch(l, KANN_OCL_PROGRAM_TYPED, "unary", tile_len, 1, 1);
         return KANN_OK;
+    }
     case KANN_KERNEL_CUMSUM: /* one work-item per line of the scan */
         program_launch(l, KANN_OCL_PROGRAM_TYPED, "cumsum", tile_len, 1, 1);
         return KANN_OK;

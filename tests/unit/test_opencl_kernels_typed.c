@@ -69,9 +69,10 @@ static kann_ref typed_input(kt *k, size_t n, uint32_t dtype, float range) {
     return r;
 }
 
-static void test_unary(void **state) {
-    (void)state;
-    KT_NEED_DEVICE();
+/* unary in one kernel style: float ops of float results run in bands 16 lanes at a time on
+ * CPU devices (unary_f32_band), one work-item per element otherwise. */
+static void unary_cases(cl_device_type style) {
+    kt_style = style;
     for (uint64_t seed = 0; seed < 12 * CASES; seed++) {
         kt k;
         kt_init(&k, 3000 + seed);
@@ -94,6 +95,14 @@ static void test_unary(void **state) {
         kt_run(&k, KANN_KERNEL_UNARY, &a, sizeof a, a.dtype != KANN_DTYPE_F32 || to_bool);
         kt_free(&k);
     }
+    kt_style = CL_DEVICE_TYPE_CPU;
+}
+
+static void test_unary(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    unary_cases(CL_DEVICE_TYPE_CPU);
+    unary_cases(CL_DEVICE_TYPE_GPU);
 }
 
 /* A broadcast view of dims: dense strides with some dims zeroed; returns its extent. */
