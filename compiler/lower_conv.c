@@ -210,6 +210,55 @@ static int groups_pack(const kann_conv2d_args *a) {
            !(G == a->c_in && a->c_out == a->c_in);
 }
 
+/* The kernel taps [*lo, *hi] along one axis that some output reads inside the input: tap k of
+ * output o reads o * stride - pad + k * dil. Both ends of that range grow with k, so the taps
+ * reading only padding for every output are the first and the last ones. */
+static void live_taps(uint32_t k, uint32_t in, uint32_t out, uint32_t stride, uint32_t dil,
+                      uint32_t pad, uint32_t *lo, uint32_t *hi) {
+    int64_t reach = ((int64_t)out - 1) * stride - pad; /* the last output's tap 0 */
+    *lo = 0;
+    while (*lo < k && reach + (int64_t)*lo * dil < 0)
+        (*lo)++;
+    *hi = k;
+    while (*hi > *lo && -(int64_t)pad + (int64_t)(*hi - 1) * dil >= (int64_t)in)
+        (*hi)--;
+}
+
+/* A dilated conv on a small map (DeepLab's atrous rates 12 to 36 on a 28x28 map) has taps that
+ * read nothing but padding for every output: they add zeros. The kernel is cut to the taps
+ * that read input, the padding shrunk to match (only where it stays >= 0), as a new constant
+ * weight this node reads instead. Returns the weight the node now reads. */
+static int drop_padding_taps(kc_graph *g, int id, int w, kann_conv2d_args *a) {
+    uint32_t h_lo, h_hi, w_lo, w_hi;
+    live_taps(a->k_h, a->h_in, a->h_out, a->stride_h, a->dil_h, a->pad_top, &h_lo, &h_hi);
+    live_taps(a->k_w, a->w_in, a->w_out, a->stride_w, a->dil_w, a->pad_left, &w_lo, &w_hi);
+    if ((h_lo == 0 && h_hi == a->k_h && w_lo == 0 && w_hi == a->k_w) || h_lo >= h_hi ||
+        w_lo >= w_hi || (uint64_t)h_lo * a->dil_h > a->pad_top ||
+        (uint64_t)w_lo * a->dil_w > a->pad_left)
+        return w;
+    const kc_value *wv = kc_val(g, w);
+    uint32_t kh = h_hi - h_lo, kw = w_hi - w_lo;
+    size_t rows = (size_t)wv->dims[0] * wv->dims[1];
+    float *cut = malloc(sizeof(float) * rows * kh * kw);
+    if (!cut) abort();
+    const float *src = wv->data;
+    for (size_t r = 0; r < rows; r++)
+        for (uint32_t i = 0; i < kh; i++)
+            for (uint32_t j = 0; j < kw; j++)
+                cut[(r * kh + i) * kw + j] = src[(r * a->k_h + h_lo + i) * a->k_w + w_lo + j];
+    int64_t dims[4] = {wv->dims[0], wv->dims[1], kh, kw};
+    int v = kc_new_const_f32(g, kc_sprintf(g, "%s.live_taps", wv->name), 4, dims, cut);
+    free(cut);
+    g->nodes[id].inputs[1] = v;
+    a->pad_top -= h_lo * a->dil_h;
+    a->pad_left -= w_lo * a->dil_w;
+    a->k_h = kh;
+    a->k_w = kw;
+    if (kh == 1) a->dil_h = 1;
+    if (kw == 1) a->dil_w = 1;
+    return v;
+}
+
 int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
@@ -246,6 +295,7 @@ int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     a->pad_top = two ? (uint32_t)win.pad_begin[0] : 0;
     a->pad_left = (uint32_t)win.pad_begin[two];
     a->act = kc_node_act(n);
+    if (kc_is_const(g, w)) w = drop_padding_taps(g, id, w, a);
     if (a->n == 1 && groups_pack(a) && kc_is_const(g, w)) {
         lower_packed(g, p, id, a);
         return 0;

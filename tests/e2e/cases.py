@@ -62,6 +62,13 @@ def conv_cases():
     yield conv_case("conv_groups_packed_stride2", [1, 32, 13, 13], [32, 8, 3, 3], 42, group=4,
                     strides=[2, 2], pads=[1, 1, 1, 1])
     yield conv_case("conv_groups_packed_pointwise", [1, 16, 7, 7], [32, 4, 1, 1], 43, group=4)
+    # atrous convs on a small map: taps that read only padding are cut (DeepLab's ASPP)
+    yield conv_case("conv_atrous_center_tap_only", [1, 8, 6, 6], [4, 8, 3, 3], 44,
+                    dilations=[7, 7], pads=[7, 7, 7, 7])
+    yield conv_case("conv_atrous_rows_cut", [1, 8, 6, 9], [4, 8, 3, 3], 45, dilations=[7, 2],
+                    pads=[7, 2, 7, 2])
+    yield conv_case("conv_atrous_stride2_groups", [1, 8, 7, 7], [8, 2, 3, 3], 46, group=4,
+                    dilations=[6, 6], pads=[6, 6, 6, 6], strides=[2, 2])
     yield conv_case("conv_depthwise", [1, 7, 10, 10], [7, 1, 3, 3], 5, group=7, strides=[2, 2],
                     pads=[1, 1, 1, 1])
     yield conv_case("conv_same_upper", [1, 3, 7, 8], [4, 3, 4, 4], 6, auto_pad="SAME_UPPER",
