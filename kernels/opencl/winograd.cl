@@ -13,8 +13,8 @@
  * The second launch reads the scratch the first wrote: the executor enqueues both on the
  * record's queue, in order (opencl_kernels.c, then_entry).
  *
- * GPUs keep f32_conv2d_winograd: one work-item per output tile and panel, transforming each
- * input tile on the fly (thousands of independent work-items, no scratch).
+ * GPUs run f32_conv2d_winograd: one work-item per output channel and tile, transforming its
+ * input tile on the fly (tens of thousands of independent work-items, no scratch).
  *
  * Tiles: axis 0 splits output channels (begin a multiple of WB), axis 1 output tiles (begin a
  * multiple of WINO_BLOCK), so the blocks of a record are whole blocks of the layout. */
@@ -334,32 +334,32 @@ kernel void f32_wino_gemm(KANN_KERNEL_ARGS) {
 
 /* ---- GPUs --------------------------------------------------------------------------------- */
 
-/* NDRange: (output tiles, blocks of WB output channels), each cut to the record's tile. Each
- * input tile is transformed once per input channel and used for the whole block. */
+/* NDRange: (output channels, output tiles) of the record's tile: one work-item per channel and
+ * tile with its 16 sums in registers. The work-items of a warp share a tile (its input loads
+ * are one broadcast) and read neighbouring weights of a panel; each transforms its input tile
+ * again per input channel, arithmetic a GPU has to spare, where one work-item per tile and panel
+ * (192 sums) spilled its registers and left most of the device idle on 13x13 maps. */
 kernel void f32_conv2d_winograd(KANN_KERNEL_ARGS) {
     const uint c_in = U(A_conv2d_winograd_c_in), h_in = U(A_conv2d_winograd_h_in);
     const uint w_in = U(A_conv2d_winograd_w_in), c_out = U(A_conv2d_winograd_c_out);
     const uint h_out = U(A_conv2d_winograd_h_out), w_out = U(A_conv2d_winograd_w_out);
     const size_t tiles_w = (w_out + 1) / 2, n_tiles = (h_out + 1) / 2 * tiles_w;
-    size_t t = get_global_id(0), m_begin = 0, m_end = c_out, t_end = n_tiles;
+    size_t m = get_global_id(0), t = get_global_id(1), m_end = c_out, t_end = n_tiles;
     if (TILE_AXIS == 0) {
-        m_begin = TILE_BEGIN;
+        m += TILE_BEGIN;
         m_end = TILE_END;
     } else {
         t += TILE_BEGIN;
         t_end = TILE_END;
     }
-    const size_t m0 = m_begin + get_global_id(1) * WB;
-    if (t >= t_end || m0 >= m_end) return;
-    const uint nb = m_end - m0 < WB ? (uint)(m_end - m0) : WB;
+    if (t >= t_end || m >= m_end) return;
     const size_t panels = (c_out + 11) / 12, th = t / tiles_w, i0 = 2 * th;
     const size_t j0 = 2 * (t - th * tiles_w), step = panels * c_in * 12;
     global const float *x = IN_REF(A_conv2d_winograd_x);
-    global const float *u = IN_REF(A_conv2d_winograd_u);
-    float acc[WB][16];
-    for (uint b = 0; b < WB; b++)
-        for (int p = 0; p < 16; p++)
-            acc[b][p] = 0.0f;
+    global const float *um = IN_REF(A_conv2d_winograd_u) + (m / 12) * c_in * 12 + m % 12;
+    float acc[16];
+    for (int p = 0; p < 16; p++)
+        acc[p] = 0.0f;
     for (size_t c = 0; c < c_in; c++) {
         global const float *xc = x + c * h_in * w_in;
         float d[4][4], s[4][4], v[16];
@@ -367,32 +367,23 @@ kernel void f32_conv2d_winograd(KANN_KERNEL_ARGS) {
             for (int j = 0; j < 4; j++)
                 d[i][j] = i0 + i < h_in && j0 + j < w_in ? xc[(i0 + i) * w_in + j0 + j] : 0.0f;
         WINO_INPUT_TRANSFORM(d, s, v);
-        for (uint b = 0; b < nb; b++) {
-            const size_t m = m0 + b;
-            global const float *um = u + ((m / 12) * c_in + c) * 12 + m % 12;
-            for (int p = 0; p < 16; p++)
-                acc[b][p] += um[p * step] * v[p];
-        }
+        for (int p = 0; p < 16; p++)
+            acc[p] += um[p * step + c * 12] * v[p];
     }
     const size_t hw = (size_t)h_out * w_out;
-    for (uint b = 0; b < nb; b++) {
-        const size_t m = m0 + b;
-        const float bias =
-            HAS_REF(A_conv2d_winograd_bias) ? IN_REF(A_conv2d_winograd_bias)[m] : 0.0f;
-        global float *y = OUT_REF(A_conv2d_winograd_y) + m * hw;
-        for (int i = 0; i < 2; i++) {
-            float r[4];
-            for (int j = 0; j < 4; j++)
-                r[j] = i == 0 ? acc[b][j] + acc[b][4 + j] + acc[b][8 + j]
-                              : acc[b][4 + j] - acc[b][8 + j] - acc[b][12 + j];
-            for (int j = 0; j < 2; j++) {
-                if (i0 + i >= h_out || j0 + j >= w_out) continue;
-                size_t o = (i0 + i) * w_out + j0 + j;
-                float val = (j == 0 ? r[0] + r[1] + r[2] : r[1] - r[2] - r[3]) + bias;
-                if (HAS_REF(A_conv2d_winograd_residual))
-                    val += IN_REF(A_conv2d_winograd_residual)[m * hw + o];
-                y[o] = kann_act(ACT_ARGS(conv2d_winograd), val);
-            }
+    const float bias = HAS_REF(A_conv2d_winograd_bias) ? IN_REF(A_conv2d_winograd_bias)[m] : 0.0f;
+    global float *y = OUT_REF(A_conv2d_winograd_y) + m * hw;
+    for (int i = 0; i < 2; i++) {
+        float r[4];
+        for (int j = 0; j < 4; j++)
+            r[j] = i == 0 ? acc[j] + acc[4 + j] + acc[8 + j] : acc[4 + j] - acc[8 + j] - acc[12 + j];
+        for (int j = 0; j < 2; j++) {
+            if (i0 + i >= h_out || j0 + j >= w_out) continue;
+            size_t o = (i0 + i) * w_out + j0 + j;
+            float val = (j == 0 ? r[0] + r[1] + r[2] : r[1] - r[2] - r[3]) + bias;
+            if (HAS_REF(A_conv2d_winograd_residual))
+                val += IN_REF(A_conv2d_winograd_residual)[m * hw + o];
+            y[o] = kann_act(ACT_ARGS(conv2d_winograd), val);
         }
     }
 }

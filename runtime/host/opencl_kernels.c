@@ -281,7 +281,7 @@ static void matmul_launch(const kann_matmul_args *a, cl_device_type type, kann_o
 /* f32_conv2d_winograd (winograd.cl). CPU devices: two launches of local size 1, the input
  * transform per (block of 32 output tiles, 32 input channels) into the record's scratch, then
  * the GEMMs and output transform per (panel of 12 output channels, block). GPUs: one work-item
- * per (output tile, panel). */
+ * per (output channel, output tile). */
 static void winograd_launch(const kann_conv2d_winograd_args *a, cl_device_type type,
                             kann_ocl_launch *l) {
     size_t tiles = ((size_t)a->h_out + 1) / 2 * (((size_t)a->w_out + 1) / 2);
@@ -289,7 +289,8 @@ static void winograd_launch(const kann_conv2d_winograd_args *a, cl_device_type t
     size_t channels = a->tile.axis == 0 ? len : a->c_out, panels = (channels + 11) / 12;
     if (a->tile.axis == 0) len = channels ? tiles : 0;
     if (!(type & CL_DEVICE_TYPE_CPU)) {
-        program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_conv2d_winograd", len, panels, 1);
+        program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_conv2d_winograd", panels ? channels : 0,
+                       len, 1);
         return;
     }
     size_t blocks = (len + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE;
