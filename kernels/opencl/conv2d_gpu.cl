@@ -1,6 +1,7 @@
 /* f32_conv2d for GPUs. f32_conv_gemm (group 1): an implicit GEMM, output channels x output
  * pixels, with weight and input tiles staged in local memory; work-groups of 16 x 16 threads,
- * each thread 4 x 4 outputs. f32_conv_direct (unpacked, any group, depthwise): one output per thread.
+ * each thread RT x RT outputs (RT = 4, 2 or 1: the host takes smaller tiles when 64 x 64 ones
+ * would leave most of the device's compute units idle, as batch-1 layers on small maps do). f32_conv_direct (unpacked, any group, depthwise): one output per thread.
  * Weights in the reference layout [c_out][c_in/group][k_h][k_w], which is already the GEMM's
  * row-major A [c_out][c_in/group * k_h * k_w].
  *
@@ -21,8 +22,11 @@
 #define TILE_PIXEL_SCALE w_out
 #define W_AT(m, k) ((size_t)(m) * k_len + (k))
 #endif
-#define TM 64
-#define TN 64
+#ifndef RT
+#define RT 4
+#endif
+#define TM (16 * RT)
+#define TN (16 * RT)
 #define TK 16
 
 /* the output ranges of the record's tile: channels [m_b, m_e), pixels [p_b, p_e) */
@@ -64,17 +68,17 @@ kernel __attribute__((reqd_work_group_size(16, 16, 1))) void f32_conv_gemm(KANN_
     const size_t x_plane = (size_t)h_in * w_in;
     global const float *x = IN_REF(CF(x)) + (size_t)img * c_in * x_plane;
     global const float *w = IN_REF(CF(w));
-    float acc[4][4];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
+    float acc[RT][RT];
+    for (int i = 0; i < RT; i++)
+        for (int j = 0; j < RT; j++)
             acc[i][j] = 0.0f;
     for (uint k0 = 0; k0 < k_len; k0 += TK) {
-        for (uint r = 0; r < 4; r++) {
+        for (uint r = 0; r < RT; r++) { /* TK x TM = 256 RT elements */
             uint e = tid + 256 * r, mm = e / TK, kk = e % TK;
             uint m = m_base + mm, k = k0 + kk;
             a_tile[kk][mm] = (m < m_e && k < k_len) ? w[W_AT(m, k)] : 0.0f;
         }
-        for (uint r = 0; r < 4; r++) {
+        for (uint r = 0; r < RT; r++) {
             uint e = tid + 256 * r, kk = e / TN, pp = e % TN;
             uint k = k0 + kk, p = p_base + pp;
             float v = 0.0f;
@@ -89,22 +93,22 @@ kernel __attribute__((reqd_work_group_size(16, 16, 1))) void f32_conv_gemm(KANN_
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint kk = 0; kk < TK; kk++) {
-            float a[4], b[4];
-            for (int i = 0; i < 4; i++)
+            float a[RT], b[RT];
+            for (int i = 0; i < RT; i++)
                 a[i] = a_tile[kk][ly + 16 * i];
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < RT; j++)
                 b[j] = b_tile[kk][lx + 16 * j];
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < 4; j++)
+            for (int i = 0; i < RT; i++)
+                for (int j = 0; j < RT; j++)
                     acc[i][j] = fma(a[i], b[j], acc[i][j]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     const size_t plane = (size_t)h_out * w_out;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < RT; i++) {
         uint m = m_base + ly + 16 * i;
         if (m >= m_e) continue;
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < RT; j++) {
             uint p = p_base + lx + 16 * j;
             if (p < p_e)
                 conv_store(args, at, arena, consts, ((size_t)img * c_out + m) * plane + p, m,

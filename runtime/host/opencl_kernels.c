@@ -81,6 +81,9 @@ typedef struct conv_shape {
 /* CPU devices: the multiply-adds (vector lanes) a conv work-item does at least. */
 #define CONV_ITEM_FMAS ((size_t)1 << 16)
 
+/* Work-groups a GPU conv GEMM should have at least: a few per compute unit of a large GPU. */
+#define GPU_GEMM_GROUPS 256
+
 static void conv_launch(const conv_shape *c, int packed, cl_device_type type, kann_ocl_launch *l) {
     int pointwise = c->k_h == 1 && c->k_w == 1 && c->stride_h == 1 && c->stride_w == 1 &&
                     c->pad_top == 0 && c->pad_left == 0 && c->h_in == c->h_out &&
@@ -134,13 +137,18 @@ static void conv_launch(const conv_shape *c, int packed, cl_device_type type, ka
         l->global[2] = (size_t)c->n * blocks;
         return;
     }
-    snprintf(l->options + len, sizeof l->options - (size_t)len, " -DVW=1");
+    /* GEMM tiles of 16 RT x 16 RT outputs: the largest RT that still gives GPU_GEMM_GROUPS
+     * work-groups (batch-1 layers on 7x7 to 28x28 maps have few 64 x 64 tiles) */
+    unsigned rt = 4;
+    while (rt > 1 && bands(n_p, 16 * rt) * bands(n_m, 16 * rt) < GPU_GEMM_GROUPS)
+        rt /= 2;
+    snprintf(l->options + len, sizeof l->options - (size_t)len, " -DVW=1 -DRT=%u", rt);
     l->program = KANN_OCL_PROGRAM_CONV_GPU;
     if (c->group == 1) {
         l->entry = "f32_conv_gemm";
         l->local[0] = l->local[1] = 16;
-        l->global[0] = (n_p + 63) / 64 * 16;
-        l->global[1] = (n_m + 63) / 64 * 16;
+        l->global[0] = bands(n_p, 16 * rt) * 16;
+        l->global[1] = bands(n_m, 16 * rt) * 16;
     } else {
         l->entry = "f32_conv_direct";
         l->local[0] = 64;
