@@ -1,6 +1,7 @@
 /* Reference kernels and validators: every kernel family against a textbook loop nest on random
- * and edge-case shapes, run as several records with complementary tiles; every validator on
- * good and hostile arguments. */
+ * and edge-case shapes, run as several records with complementary tiles, by the reference and
+ * by each x86 variant this CPU runs (kernels/x86/variants.def); every validator on good and
+ * hostile arguments. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 #include "kann_kernels.h"
 #include "kann_msg.h"
+#include "kernel_variants.h"
 #include "ref/act.h"
 
 /* ---- fixed-seed random numbers ----------------------------------------------------------- */
@@ -119,9 +121,11 @@ static void check_only_y_written(const float *y, size_t n) {
         if (arena[i] != SENTINEL) fail_msg("arena float %zu past the bounds was written", i);
 }
 
-/* Runs kernel id on args over [0, extent) of a tile axis, as 1 to 5 complementary tiles (some
- * possibly empty) in random order; each record is validated first, as the loader would. */
-static void run_tiled(kann_kernel_id id, const void *args, uint32_t axis, uint32_t extent) {
+/* Runs fn (a variant of kernel id) on args over [0, extent) of a tile axis, as 1 to 5
+ * complementary tiles (some possibly empty) in random order; each record is validated first, as
+ * the loader would. */
+static void run_tiled(kann_kernel_id id, kann_kernel_fn fn, const void *args, uint32_t axis,
+                      uint32_t extent) {
     const kann_kernel_info *info = &kann_kernels[id];
     uint64_t buf[64];
     assert_true(info->args_size <= sizeof buf);
@@ -149,28 +153,38 @@ static void run_tiled(kann_kernel_id id, const void *args, uint32_t axis, uint32
         kann_error err = {0};
         kann_status s = info->validate(buf, &bounds, &err);
         if (s != KANN_OK) fail_msg("%s: valid arguments rejected: %s", info->name, err.message);
-        info->ref(buf, &exec_ctx);
+        fn(buf, &exec_ctx);
     }
 }
 
-/* Runs over every tile axis in turn, checking y against the expected values each time. */
+/* y[0..n) against the expected values (NaN where a NaN is expected). */
+static void check_y(const float *y, const double *expected, size_t n, const char *what,
+                    int case_index, const char *isa, uint32_t axis) {
+    for (size_t i = 0; i < n; i++) {
+        double diff = fabs((double)y[i] - expected[i]);
+        double tol = 1e-5 * (1.0 + fabs(expected[i]));
+        if (!(diff <= tol) && !(isnan(expected[i]) && isnan(y[i])))
+            fail_msg("%s case %d, %s, tile axis %u: y[%zu] = %.9g, expected %.9g", what, case_index,
+                     isa, axis, i, (double)y[i], expected[i]);
+    }
+}
+
+/* Runs every variant of id this CPU has (the reference, then the x86 ones) over every tile axis
+ * in turn, checking y against the expected values each time. */
 static void run_and_check(kann_kernel_id id, const void *args, const uint32_t *extents, float *y,
                           const double *expected, size_t n, const char *what, int case_index) {
     const kann_kernel_info *info = &kann_kernels[id];
-    for (uint32_t axis = 0; axis < info->n_tile_axes; axis++) {
-        for (size_t i = 0; i < n; i++)
-            y[i] = SENTINEL;
-        snapshot_arena();
-        run_tiled(id, args, axis, extents[axis]);
-        check_only_y_written(y, n);
-        for (size_t i = 0; i < n; i++) {
-            double diff = fabs((double)y[i] - expected[i]);
-            double tol = 1e-5 * (1.0 + fabs(expected[i]));
-            if (!(diff <= tol) && !(isnan(expected[i]) && isnan(y[i])))
-                fail_msg("%s case %d, tile axis %u: y[%zu] = %.9g, expected %.9g", what, case_index,
-                         axis, i, (double)y[i], expected[i]);
+    kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
+    int nv = kernel_variants(id, vs);
+    for (int v = 0; v < nv; v++)
+        for (uint32_t axis = 0; axis < info->n_tile_axes; axis++) {
+            for (size_t i = 0; i < n; i++)
+                y[i] = SENTINEL;
+            snapshot_arena();
+            run_tiled(id, vs[v].fn, args, axis, extents[axis]);
+            check_only_y_written(y, n);
+            check_y(y, expected, n, what, case_index, vs[v].isa, axis);
         }
-    }
 }
 
 /* ---- textbook activations ----------------------------------------------------------------- */
@@ -243,6 +257,20 @@ static kann_act random_act(void) {
         break;
     }
     return a;
+}
+
+/* What an activation gives for v: a NaN stays NaN in every kind but thresholded relu (NaN >
+ * alpha is false: 0), as in the kernels (ref/act.h). */
+static double act_expected(const kann_act *a, double v) {
+    if (isnan(v)) return a->kind == KANN_ACT_THRESHOLDED_RELU ? 0.0 : NAN;
+    return ref_act(a, v);
+}
+
+/* Puts a NaN at about one in eight of x[0..n), at least one. */
+static void sprinkle_nans(float *x, size_t n) {
+    x[rng_next() % n] = NAN;
+    for (size_t i = 0; i < n; i++)
+        if (rng_next() % 8 == 0) x[i] = NAN;
 }
 
 static void test_act_apply(void **state) {
@@ -538,8 +566,9 @@ static size_t strided_index(uint32_t rank, const uint32_t *dims, const uint32_t 
     return off;
 }
 
+/* One binary case, with NaNs among both operands' values when nans is set. */
 static void run_binary_case(int case_index, uint32_t rank, const uint32_t *dims, uint32_t op,
-                            uint32_t a_mask, uint32_t b_mask) {
+                            uint32_t a_mask, uint32_t b_mask, int nans) {
     mem_reset();
     kann_binary_args p = {0};
     p.op = op;
@@ -560,6 +589,13 @@ static void run_binary_case(int case_index, uint32_t rank, const uint32_t *dims,
             a[i] = fabsf(a[i]) + 0.25f;
     if (op == KANN_BINARY_POW && b_n == 1 && case_index % 3 < 2) /* the squares and cubes path */
         b[0] = case_index % 3 ? 3.0f : 2.0f;
+    else if (op == KANN_BINARY_POW && case_index % 3 == 2) /* exponents differing by row */
+        for (size_t i = 0; i < b_n; i++)
+            b[i] = (float)PICK(2, 3, 4) * 0.5f + 1.0f;
+    if (nans) {
+        sprinkle_nans(a, a_n);
+        if (op != KANN_BINARY_POW) sprinkle_nans(b, b_n);
+    }
     p.y = mem_put(KANN_SPACE_ARENA, y_n, &y);
     p.act = random_act();
     double *expected = malloc(y_n * sizeof(double));
@@ -572,11 +608,11 @@ static void run_binary_case(int case_index, uint32_t rank, const uint32_t *dims,
                    : op == KANN_BINARY_MUL  ? av * bv
                    : op == KANN_BINARY_DIV  ? av / bv
                    : op == KANN_BINARY_POW  ? pow(av, bv)
-                   : op == KANN_BINARY_MAX  ? fmax(av, bv)
-                   : op == KANN_BINARY_MIN  ? fmin(av, bv)
+                   : op == KANN_BINARY_MAX  ? (isnan(av) || isnan(bv) ? NAN : fmax(av, bv))
+                   : op == KANN_BINARY_MIN  ? (isnan(av) || isnan(bv) ? NAN : fmin(av, bv))
                    : op == KANN_BINARY_FMOD ? fmod(av, bv)
                                             : (av < 0 ? av * bv : av); /* PRELU */
-        expected[i] = ref_act(&p.act, v);
+        expected[i] = act_expected(&p.act, v);
     }
     uint32_t extents[1] = {(uint32_t)y_n};
     run_and_check(KANN_KERNEL_F32_BINARY, &p, extents, y, expected, y_n, "binary", case_index);
@@ -587,10 +623,10 @@ static void test_binary(void **state) {
     (void)state;
     rng_seed(5);
     /* resnet's residual add, a per-channel bias add, a scalar */
-    run_binary_case(0, 4, (const uint32_t[]){1, 8, 7, 7}, KANN_BINARY_ADD, 0, 0);
-    run_binary_case(1, 4, (const uint32_t[]){1, 8, 7, 7}, KANN_BINARY_ADD, 0, 0x9 | 0x4 | 0x8);
-    run_binary_case(2, 2, (const uint32_t[]){3, 5}, KANN_BINARY_DIV, 0x1, 0x3);
-    run_binary_case(3, 1, (const uint32_t[]){1}, KANN_BINARY_MUL, 0, 0);
+    run_binary_case(0, 4, (const uint32_t[]){1, 8, 7, 7}, KANN_BINARY_ADD, 0, 0, 0);
+    run_binary_case(1, 4, (const uint32_t[]){1, 8, 7, 7}, KANN_BINARY_ADD, 0, 0x9 | 0x4 | 0x8, 0);
+    run_binary_case(2, 2, (const uint32_t[]){3, 5}, KANN_BINARY_DIV, 0x1, 0x3, 0);
+    run_binary_case(3, 1, (const uint32_t[]){1}, KANN_BINARY_MUL, 0, 0, 0);
     for (int i = 4; i < 300; i++) {
         uint32_t rank = rng_range(1, KANN_MAX_RANK), dims[KANN_MAX_RANK];
         for (uint32_t d = 0; d < rank; d++)
@@ -601,11 +637,30 @@ static void test_binary(void **state) {
         uint32_t op = PICK(KANN_BINARY_ADD, KANN_BINARY_SUB, KANN_BINARY_MUL, KANN_BINARY_DIV,
                            KANN_BINARY_POW, KANN_BINARY_MAX, KANN_BINARY_MIN, KANN_BINARY_FMOD,
                            KANN_BINARY_PRELU);
-        run_binary_case(i, rank, dims, op, a_mask, b_mask);
+        run_binary_case(i, rank, dims, op, a_mask, b_mask, 0);
     }
     /* x^2, x^3 (multiplied out) and x^b by powf, the exponent a broadcast scalar */
     for (int i = 300; i < 303; i++)
-        run_binary_case(i, 3, (const uint32_t[]){2, 3, 17}, KANN_BINARY_POW, 0, 0x7);
+        run_binary_case(i, 3, (const uint32_t[]){2, 3, 17}, KANN_BINARY_POW, 0, 0x7, 0);
+    /* long rows (ragged vector tails) in each stride pattern of the SIMD variants' vector rows:
+     * both contiguous, b or a broadcast along the row, both (the reference's row); every op,
+     * a third of the cases with NaNs */
+    static const kann_binary_op ops[] = {KANN_BINARY_ADD, KANN_BINARY_SUB,  KANN_BINARY_MUL,
+                                         KANN_BINARY_DIV, KANN_BINARY_POW,  KANN_BINARY_MAX,
+                                         KANN_BINARY_MIN, KANN_BINARY_FMOD, KANN_BINARY_PRELU};
+    for (int i = 303; i < 663; i++) {
+        uint32_t rank = rng_range(1, 3), dims[KANN_MAX_RANK];
+        for (uint32_t d = 0; d < rank; d++)
+            dims[d] = PICK(1, 2, 3);
+        dims[rank - 1] = PICK(1, 8, 15, 16, 17, 31, 33, 100, 257);
+        uint32_t last = 1u << (rank - 1), outer = last - 1;
+        uint32_t a_mask = (uint32_t)rng_next() & outer, b_mask = (uint32_t)rng_next() & outer;
+        int pattern = i % 4;
+        if (pattern & 1) b_mask |= last;
+        if (pattern & 2) a_mask |= last;
+        kann_binary_op op = ops[(i / 4) % (sizeof ops / sizeof ops[0])];
+        run_binary_case(i, rank, dims, op, a_mask, b_mask, i % 3 == 0);
+    }
 }
 
 static void test_transpose(void **state) {
@@ -653,30 +708,44 @@ static void test_transpose(void **state) {
 
 /* ---- act, channel_affine ------------------------------------------------------------------ */
 
+/* Every activation kind on counts with ragged vector tails, in place or not; a quarter of the
+ * cases over [-100, 100] (saturated sigmoids, exp underflow), a fifth with NaNs. Not the GELUs
+ * over the wide range: x / 2 (1 + erf or tanh) with the vector forms' absolute error of a few
+ * 1e-7 in erf and tanh near -1 is about -1e-5 instead of 0 at x = -100. */
 static void test_act(void **state) {
     (void)state;
     rng_seed(7);
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < 400; i++) {
         mem_reset();
         kann_act_args a = {0};
-        a.count = PICK(1, 2, 7, 64, 100, 1001);
+        a.count = PICK(1, 2, 7, 15, 16, 17, 64, 100, 1001);
         a.act = random_act();
-        float *x, *y;
-        a.x = mem_put_random(random_input_space(), a.count, -8, 8, &x);
+        int gelu = a.act.kind == KANN_ACT_GELU || a.act.kind == KANN_ACT_GELU_TANH;
+        float range = i % 4 == 3 && !gelu ? 100.0f : 8.0f, *x, *y;
+        a.x = mem_put_random(random_input_space(), a.count, -range, range, &x);
+        if (i % 5 == 4) sprinkle_nans(x, a.count);
         int in_place = a.x.space == KANN_SPACE_ARENA && rng_range(0, 1);
         double *expected = malloc(a.count * sizeof(double));
         assert_non_null(expected);
         for (size_t j = 0; j < a.count; j++)
-            expected[j] = ref_act(&a.act, x[j]);
+            expected[j] = act_expected(&a.act, x[j]);
         if (in_place) {
+            /* run_and_check resets y each pass: run each variant by hand on a fresh x instead */
             a.y = a.x;
             y = x;
-            /* run_and_check resets y each pass: run once by hand instead */
-            snapshot_arena();
-            run_tiled(KANN_KERNEL_F32_ACT, &a, 0, a.count);
-            check_only_y_written(y, a.count);
-            for (size_t j = 0; j < a.count; j++)
-                assert_true(fabs(y[j] - expected[j]) <= 1e-5 * (1 + fabs(expected[j])));
+            float *x0 = malloc(a.count * sizeof(float));
+            assert_non_null(x0);
+            memcpy(x0, x, a.count * sizeof(float));
+            kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
+            int nv = kernel_variants(KANN_KERNEL_F32_ACT, vs);
+            for (int v = 0; v < nv; v++) {
+                memcpy(x, x0, a.count * sizeof(float));
+                snapshot_arena();
+                run_tiled(KANN_KERNEL_F32_ACT, vs[v].fn, &a, 0, a.count);
+                check_only_y_written(y, a.count);
+                check_y(y, expected, a.count, "act in place", i, vs[v].isa, 0);
+            }
+            free(x0);
         } else {
             a.y = mem_put(KANN_SPACE_ARENA, a.count, &y);
             run_and_check(KANN_KERNEL_F32_ACT, &a, &a.count, y, expected, a.count, "act", i);
