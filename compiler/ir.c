@@ -137,8 +137,8 @@ int64_t kc_numel(int rank, const int64_t *dims) {
     if (rank < 0) return -1;
     int64_t n = 1;
     for (int i = 0; i < rank; i++) {
-        if (dims[i] < 0) return -1;
-        n *= dims[i];
+        /* an unknown dim, or a count past int64 (a hostile shape): no element count */
+        if (dims[i] < 0 || __builtin_mul_overflow(n, dims[i], &n)) return -1;
     }
     return n;
 }

@@ -60,7 +60,7 @@ typedef struct kc_tensor {
     void *data; /* numel * dtype size bytes (NULL when numel == 0) */
 } kc_tensor;
 
-int64_t kc_numel(int rank, const int64_t *dims); /* -1 if any dim is unknown */
+int64_t kc_numel(int rank, const int64_t *dims); /* -1 if any dim is unknown, or past int64 */
 
 typedef struct kc_attr {
     const char *name;
