@@ -188,6 +188,10 @@ static void format_shape(const kc_shape *s, char *buf, size_t size) {
     kc_format_shape(&tmp, buf, size);
 }
 
+/* Far past any tensor a model computes, far below int64 overflow in the size arithmetic that
+ * follows (bytes, offsets): a shape computed from hostile data is refused here. */
+#define KC_MAX_ELEMENTS ((int64_t)1 << 48)
+
 /* Stores an inferred type into output value v, checking it against what the file declared
  * (value_info, graph outputs): known dims must agree, unknown ones are filled. */
 static int store_output(kc_graph *g, int node, int vi, const kc_shape *s, kc_diag *d) {
@@ -196,6 +200,11 @@ static int store_output(kc_graph *g, int node, int vi, const kc_shape *s, kc_dia
     format_shape(s, inferred, sizeof inferred);
     if (s->rank < 0 || s->rank > KC_MAX_RANK || kc_numel(s->rank, s->dims) < 0 || !s->dtype) {
         kc_error_node(d, g, node, "cannot infer the shape of output '%s' (got %s)", v->name,
+                      inferred);
+        return 1;
+    }
+    if (kc_numel(s->rank, s->dims) > KC_MAX_ELEMENTS) {
+        kc_error_node(d, g, node, "output '%s' %s has more than 2^48 elements", v->name,
                       inferred);
         return 1;
     }

@@ -59,7 +59,7 @@ static int is_int_dtype(int dtype) {
 static int64_t product(const int64_t *dims, int from, int to) {
     int64_t p = 1;
     for (int i = from; i < to; i++)
-        p *= dims[i];
+        p = kc_dim_mul(p, dims[i]);
     return p;
 }
 
@@ -627,7 +627,7 @@ int kc_shape_Concat(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
                           fmt_dims(b2, sizeof b2, first->rank, first->dims), (long long)axis);
             return 1;
         }
-        out[0].dims[axis] += v->dims[axis];
+        out[0].dims[axis] = kc_dim_add(out[0].dims[axis], v->dims[axis]);
     }
     return 0;
 }

@@ -44,6 +44,17 @@ const kc_value *kc_shape_need(const kc_graph *g, int node, int i, kc_diag *d);
 /* o := v's dtype and shape. */
 void kc_shape_like(kc_shape *o, const kc_value *v);
 
+/* Dim arithmetic of shape functions on hostile inputs: a product or sum past int64 saturates
+ * at INT64_MAX (no undefined overflow), which the shapes pass then refuses as too large. */
+static inline int64_t kc_dim_mul(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+static inline int64_t kc_dim_add(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 /* ---- geometry shared with the lowering ---- */
 
 /* A sliding window (Conv, MaxPool, AveragePool) over n_spatial dims, with auto_pad resolved into

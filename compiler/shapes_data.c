@@ -165,7 +165,7 @@ int kc_shape_Tile(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
             kc_error_node(d, g, node, "negative repeat %lld", (long long)reps[i]);
             return 1;
         }
-        out[0].dims[i] *= reps[i];
+        out[0].dims[i] = kc_dim_mul(out[0].dims[i], reps[i]);
     }
     return 0;
 }
@@ -205,9 +205,12 @@ int kc_pad_of(const kc_graph *g, int node, int64_t *begin, int64_t *end, kc_diag
         }
         begin[ax] = pads[i];
         end[ax] = pads[na + i];
-        if (x->dims[ax] + begin[ax] + end[ax] < 0) {
-            kc_error_node(d, g, node, "pads %lld,%lld remove more than axis %lld holds",
-                          (long long)begin[ax], (long long)end[ax], (long long)ax);
+        int64_t len;
+        if (__builtin_add_overflow(x->dims[ax], begin[ax], &len) ||
+            __builtin_add_overflow(len, end[ax], &len) || len < 0) {
+            kc_error_node(d, g, node, "pads %lld,%lld do not fit axis %lld of length %lld",
+                          (long long)begin[ax], (long long)end[ax], (long long)ax,
+                          (long long)x->dims[ax]);
             return 1;
         }
     }
@@ -220,7 +223,7 @@ int kc_shape_Pad(const kc_graph *g, int node, kc_shape *out, kc_diag *d) {
     const kc_value *x = kc_shape_input(g, node, 0);
     kc_shape_like(&out[0], x);
     for (int i = 0; i < x->rank; i++)
-        out[0].dims[i] += begin[i] + end[i];
+        out[0].dims[i] = out[0].dims[i] + begin[i] + end[i]; /* kc_pad_of checked the sums */
     return 0;
 }
 
@@ -255,8 +258,8 @@ int kc_shape_DepthToSpace(const kc_graph *g, int node, kc_shape *out, kc_diag *d
     }
     kc_shape_like(&out[0], x);
     out[0].dims[1] /= b * b;
-    out[0].dims[2] *= b;
-    out[0].dims[3] *= b;
+    out[0].dims[2] = kc_dim_mul(out[0].dims[2], b);
+    out[0].dims[3] = kc_dim_mul(out[0].dims[3], b);
     return 0;
 }
 
@@ -270,7 +273,7 @@ int kc_shape_SpaceToDepth(const kc_graph *g, int node, kc_shape *out, kc_diag *d
         return 1;
     }
     kc_shape_like(&out[0], x);
-    out[0].dims[1] *= b * b;
+    out[0].dims[1] = kc_dim_mul(out[0].dims[1], kc_dim_mul(b, b));
     out[0].dims[2] /= b;
     out[0].dims[3] /= b;
     return 0;

@@ -226,7 +226,7 @@ int kc_shape_LayerNormalization(const kc_graph *g, int node, kc_shape *out, kc_d
     if (kc_norm_axis_of(g, node, x->rank, &axis, d)) return 1;
     int64_t len = 1;
     for (int i = (int)axis; i < x->rank; i++)
-        len *= x->dims[i];
+        len = kc_dim_mul(len, x->dims[i]);
     if (check_params(g, node, 1, 2, len, 2, d)) return 1;
     kc_shape_like(&out[0], x);
     /* Mean and InvStdDev keep the leading dims, 1 for each normalized one. */
