@@ -388,7 +388,8 @@ static int int_op(int op, int fmod_attr, int64_t x, int64_t z, int64_t *r) {
 static int eval_binary(const fold_ctx *c) {
     kc_value *y = out_v(c, 0);
     int op = c->n->op, n = c->n->n_inputs;
-    if (n < 1 || n > FOLD_MAX_OPERANDS) return 0;
+    int variadic = op == KC_OP_Min || op == KC_OP_Max;
+    if (n < 1 || n > FOLD_MAX_OPERANDS || (!variadic && n != 2)) return 0;
     for (int k = 0; k < n; k++)
         if (!in_v(c, k)) return 0;
     int dt = is_compare(op) || is_logical(op) ? in_v(c, 0)->dtype : y->dtype;
