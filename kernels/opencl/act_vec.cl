@@ -9,6 +9,10 @@ inline VT kann_clip_vec(VT v, float lo, float hi) {
     return select(v, (VT)(hi), v > (VT)(hi));
 }
 
+#if ACT == 14
+KANN_DEFINE_ERF(kann_erf_vec, VT)
+#endif
+
 inline VT kann_act_vec(VT v, float alpha, float beta) {
 #if ACT == 1
     return select(v, (VT)(0.0f), v < (VT)(0.0f));
@@ -37,7 +41,7 @@ inline VT kann_act_vec(VT v, float alpha, float beta) {
 #elif ACT == 13
     return select((VT)(0.0f), v, v > (VT)(alpha));
 #elif ACT == 14
-    return 0.5f * v * ((VT)(1.0f) + erf(v * 0.70710678118654752f));
+    return KANN_GELU(v, kann_erf_vec);
 #elif ACT == 15
     return 0.5f * v * ((VT)(1.0f) + tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
 #elif ACT == 16

@@ -51,6 +51,34 @@ inline float kann_tanh(float x) {
     return fabs(x) >= 10.0f ? copysign(1.0f, x) : tanh(x);
 }
 
+/* erf as a rational function on [-4, 4] (where float erf reaches +-1), the CPU kernels'
+ * vf_erf (kernels/x86/vec_math.h): absolute error below 5e-7. PoCL's erf is a library call
+ * per lane (about 6 ns per element); this is a dozen vector multiply-adds and one division.
+ * KANN_DEFINE_ERF(name, T) defines it on a float type T (act_vec.cl: the vector type VT). */
+#define KANN_DEFINE_ERF(name, T)                                                                   \
+    inline T name(T x) {                                                                           \
+        x = clamp(x, -4.0f, 4.0f);                                                                 \
+        const T x2 = x * x;                                                                        \
+        T p = (T)(-2.72614225801306e-10f);                                                         \
+        p = fma(p, x2, (T)(2.77068142495902e-08f));                                                \
+        p = fma(p, x2, (T)(-2.10102402082508e-06f));                                               \
+        p = fma(p, x2, (T)(-5.69250639462346e-05f));                                               \
+        p = fma(p, x2, (T)(-7.34990630326855e-04f));                                               \
+        p = fma(p, x2, (T)(-2.95459980854025e-03f));                                               \
+        p = fma(p, x2, (T)(-1.60960333262415e-02f));                                               \
+        T q = (T)(-1.45660718464996e-05f);                                                         \
+        q = fma(q, x2, (T)(-2.13374055278905e-04f));                                               \
+        q = fma(q, x2, (T)(-1.68282697438203e-03f));                                               \
+        q = fma(q, x2, (T)(-7.37332916720468e-03f));                                               \
+        q = fma(q, x2, (T)(-1.42647390514189e-02f));                                               \
+        return p * x / q;                                                                          \
+    }
+KANN_DEFINE_ERF(kann_erf, float)
+
+/* GELU, x / 2 * (1 + erf(x / sqrt(2))), with the rational erf: a NaN x stays NaN through x / 2
+ * (the clamp may turn erf's argument into +-4). */
+#define KANN_GELU(x, erf_fn) fma(0.5f * (x), erf_fn((x)*0.70710678118654752f), 0.5f * (x))
+
 inline float kann_act(uint kind, float alpha, float beta, float x) {
     switch (kind) {
     case 1:
@@ -80,7 +108,7 @@ inline float kann_act(uint kind, float alpha, float beta, float x) {
     case 13:
         return x > alpha ? x : 0.0f;
     case 14:
-        return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f));
+        return KANN_GELU(x, kann_erf);
     case 15:
         return 0.5f * x * (1.0f + kann_tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
     case 16:

@@ -8,8 +8,9 @@
  * PT PL (window), ACT, HAS_BIAS, HAS_RES, MB (1, 8 or 12; > 1 only with group 1), VW (8 or 16
  * lanes), NV (1 or 2 vectors per channel), POINTWISE (1x1, stride 1, no padding: pixels
  * flattened), WIDE (stride 1, every window inside the input: outputs numbered in the input's
- * row pitch). The record's tile is channels (axis 0), output rows (axis 1 of conv2d) or output
- * pixels (axis 1 of conv2d_packed); pixels outside it are computed but not stored.
+ * row pitch), DWR (1, or 4 with MB = 1: output rows per block). The record's tile is channels
+ * (axis 0), output rows (axis 1 of conv2d) or output pixels (axis 1 of conv2d_packed); pixels
+ * outside it are computed but not stored.
  * NDRange: (bands of pixel blocks, bands of rows (1 when POINTWISE or WIDE), batch * channel
  * blocks); a work-item loops over the blocks or rows of its band (kann_band). */
 
@@ -25,6 +26,15 @@
 #else
 #define FOR_M(X) X(0)
 #endif
+/* DWR output rows per block on the MB = 1 row path (1 or 4) */
+#ifndef DWR
+#define DWR 1
+#endif
+#if DWR == 4
+#define FOR_R(X) X(0) X(1) X(2) X(3)
+#endif
+/* the input rows the window of DWR output rows covers */
+#define DW_SPAN ((DWR - 1) * SH + (KH - 1) * DH + 1)
 #if NV == 2
 #define FOR_V(X, q) X(q, 0) X(q, 1)
 #define FOR_X(X) X(0) X(1)
@@ -194,22 +204,26 @@ kernel void f32_conv(KANN_KERNEL_ARGS) {
 #define LANES(v) const int lo##v = 0, hi##v = clamp((int)p_e - p0 - (v)*VW, 0, VW);
         FOR_X(LANES)
         global const float *xp = x + p0;
-        if (p0 + PIX <= (int)p_e) {
-            for (uint c = 0; c < cpg; c++) {
-                const uint tap = c;
-                global const float *xc = xp + c * plane;
+        /* A block that ends past the tile (the plane's last, ragged one) still loads whole
+         * vectors while they end inside x: the lanes past the plane read the next channel's
+         * plane and are not stored. Only channels whose vectors would run past x's last plane
+         * load lane by lane, from c_fast on (none unless the block is the last plane's). */
+        const long past = (long)cpg * (long)plane - p0 - PIX;
+        const uint c_fast = past >= 0 ? min(cpg, (uint)(past / (long)plane) + 1) : 0;
+#define POINTWISE_LOOP(LOADX, c_begin, c_end)                                                      \
+    for (uint c = c_begin; c < c_end; c++) {                                                       \
+        const uint tap = c;                                                                        \
+        global const float *xc = xp + c * plane;                                                   \
+        FOR_X(LOADX)                                                                               \
+        FOR_M(FMA)                                                                                 \
+    }
 #define LOADF(v) VT xv##v = VLOAD(0, xc + (v)*VW);
-                FOR_X(LOADF)
-                FOR_M(FMA)
-            }
-        } else {
-            for (uint c = 0; c < cpg; c++) {
-                const uint tap = c;
-                global const float *xc = xp + c * plane;
 #define LOADP(v) VT xv##v = load_part(xc + (v)*VW, 0, hi##v);
-                FOR_X(LOADP)
-                FOR_M(FMA)
-            }
+        if (p0 + PIX <= (int)p_e) {
+            POINTWISE_LOOP(LOADF, 0, cpg)
+        } else {
+            POINTWISE_LOOP(LOADF, 0, c_fast)
+            POINTWISE_LOOP(LOADP, c_fast, cpg)
         }
 #define out_off(q, v) (((size_t)img * c_out + m0 + (q)) * plane + p0 + (v)*VW)
         FOR_M(STORE)
@@ -260,6 +274,65 @@ kernel void f32_conv(KANN_KERNEL_ARGS) {
         FOR_V(STORE_WIDE2, q)                                                                      \
     }
         FOR_M(STORE_WIDE)
+    }
+#elif DWR > 1
+    /* One channel per work-item (MB 1: depthwise and grouped convs, whose tile is whole output
+     * rows), DWR output rows of one block of PIX columns at once: input row j of the block's
+     * window is loaded once per column tap and feeds every output row q that reads it, with
+     * kernel row kh = (j - q * SH) / DH. A 3x3 window with stride 1 takes 6 loads for 4 rows
+     * instead of 12, and the masking of the padded columns is paid once per load. The loops
+     * over j and kw unroll, so that the test of which rows a load feeds is resolved at build
+     * time. Rows past the tile are computed and not stored. */
+    const uint x_plane = h_in * w_in;
+    global const float *x_end = x + (size_t)cpg * x_plane;
+    const uint r0 = p_b / w_out, r1 = (p_e - 1) / w_out + 1;
+    const int ow0 = (int)(get_global_id(0) * PIX), iw0 = ow0 * SW - PL;
+#define LANES(v) const int lanes##v = clamp((int)w_out - ow0 - (v)*VW, 0, VW);
+    FOR_X(LANES)
+    const bool full =
+        ow0 + PIX <= (int)w_out && iw0 >= 0 && iw0 + PIX * SW + (KW - 1) * DW <= (int)w_in;
+    global const float *wm = w + (size_t)min(m0, m_last) * wf;
+    LOAD_BIAS(0)
+    kann_band((r1 - r0 + DWR - 1) / DWR, 1, &band_lo, &band_hi);
+    for (uint rb = band_lo; rb < band_hi; rb++) {
+        FOR_R(DECL_ACC)
+        const int oh0 = (int)(r0 + rb * DWR), ih0 = oh0 * SH - PT;
+#define DW_FMA2(q, v) acc##q##_##v = fma((VT)(wq), xv##v, acc##q##_##v);
+#define DW_FMA(q)                                                                                  \
+    if (j >= (q)*SH && (j - (q)*SH) % DH == 0 && (j - (q)*SH) / DH < KH) {                         \
+        const float wq = wc[(j - (q)*SH) / DH * KW + kw];                                          \
+        FOR_V(DW_FMA2, q)                                                                          \
+    }
+#define DW_LOOP(LOADX)                                                                             \
+    for (uint c = 0; c < cpg; c++) {                                                               \
+        global const float *xc = x + c * x_plane, *wc = wm + c * KH * KW;                          \
+        _Pragma("unroll") for (int j = 0; j < DW_SPAN; j++) {                                      \
+            const int ih = ih0 + j;                                                                \
+            if (ih < 0 || ih >= (int)h_in) continue;                                               \
+            global const float *xr = xc + ih * w_in;                                               \
+            _Pragma("unroll") for (int kw = 0; kw < KW; kw++) {                                    \
+                FOR_X(LOADX)                                                                       \
+                FOR_R(DW_FMA)                                                                      \
+            }                                                                                      \
+        }                                                                                          \
+    }
+#define DW_LOAD_FULL(v) VT xv##v = load_row(xr + iw0 + kw * DW + (v)*VW * SW);
+#define DW_LOAD_EDGE(v)                                                                            \
+    VT xv##v = load_edge(xr, iw0 + kw * DW + (v)*VW * SW, (int)w_in, lanes##v, x, x_end);
+        if (full) {
+            DW_LOOP(DW_LOAD_FULL)
+        } else {
+            DW_LOOP(DW_LOAD_EDGE)
+        }
+#define dw_off(q, v) ((((size_t)img * c_out + m0) * h_out + oh0 + (q)) * w_out + ow0 + (v)*VW)
+#define DW_STORE2(q, v)                                                                            \
+    store_run(acc##q##_##v, bias_0, res_base + dw_off(q, v), y + dw_off(q, v), 0, lanes##v, alpha, \
+              beta);
+#define DW_STORE(q)                                                                                \
+    if (oh0 + (q) < (int)r1) {                                                                     \
+        FOR_V(DW_STORE2, q)                                                                        \
+    }
+        FOR_R(DW_STORE)
     }
 #else
     const uint x_plane = h_in * w_in;

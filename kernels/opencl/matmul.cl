@@ -13,13 +13,23 @@
  * x 2 * VW columns in named float16 accumulators, one broadcast A element per vector
  * multiply-add, summed sequentially over k like the reference kernel's i-k-j loop. One output
  * per work-item re-read a row of A and a column of B for every output: convnext_tiny's MLP
- * layers ran at 0.15 GFLOP/s on PoCL. Build macros: ROWS=1, VW=16, ACT, HAS_BIAS, HAS_RES.
+ * layers ran at 0.15 GFLOP/s on PoCL. Build macros: ROWS=1, MM, VW=16, ACT, HAS_BIAS, HAS_RES.
  * NDRange: (bands of blocks, 1, batch); block u is (row block u % row_blocks, column block
  * u / row_blocks), so the blocks of a band share B's columns, which stay in cache. */
 
 #if ROWS
-#define MM 8
+/* MM rows per block (1, 2, 4 or 8): the host picks the fewest that cover the tile's rows, so
+ * that a matrix-vector product (mobilenet_v2's classifier, one row) does not multiply seven
+ * copies of its row: it is bound by reading B, one broadcast and two multiply-adds per k. */
+#if MM == 1
+#define FOR_M(X) X(0)
+#elif MM == 2
+#define FOR_M(X) X(0) X(1)
+#elif MM == 4
+#define FOR_M(X) X(0) X(1) X(2) X(3)
+#else
 #define FOR_M(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#endif
 
 /* y[0..hi) of one row = act(alpha * acc + beta * bias[j * bias_cs] + res[j]) */
 inline void matmul_store(VT acc, float alpha, float beta, global const float *bias, uint bias_cs,

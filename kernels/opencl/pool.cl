@@ -77,10 +77,27 @@ inline float16 pool_gather16(global const float *row, int first, int stride, int
     return vload16(0, t);
 }
 
+/* pool_gather16's values with one vector load (strides 1 and 2) and a lane mask where the
+ * loaded span lies inside [lo, hi) (the tile's planes: a lane outside its row reads a
+ * neighbouring row, then is masked), else by pool_gather16. A row's first block with left
+ * padding (resnet18's max pool: a quarter of its blocks) then costs a vector load per tap,
+ * not sixteen scalar ones. */
+inline float16 pool_edge16(global const float *row, int first, int stride, int w_in, int lanes,
+                           float outside, global const float *lo, global const float *hi) {
+    global const float *p = row + first;
+    if (stride > 2 || p < lo || p + 15 * stride + 1 > hi)
+        return pool_gather16(row, first, stride, w_in, lanes, outside);
+    const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const int16 iw = lane * stride + first;
+    const int16 keep = (iw >= 0) & (iw < w_in) & (lane < lanes);
+    return select((float16)(outside), pool_load16(p, stride), keep);
+}
+
 /* f32_pool2d, CPU style: a band of output rows (plane, oh) per work-item (kann_band), 16
  * outputs at a time. Outputs whose windows lie inside the input's columns load their taps as
- * vectors (strides 1 and 2); the others (the row's edges, other strides) gather them lane by
- * lane, with their own window counts. NDRange: (bands of the tile's planes * h_out rows). */
+ * vectors (strides 1 and 2); the others (the row's edges) load them as masked vectors where
+ * they can (pool_edge16), else lane by lane (other strides), with their own window counts.
+ * NDRange: (bands of the tile's planes * h_out rows). */
 kernel void f32_pool2d_rows(KANN_KERNEL_ARGS) {
     const int w_out = I(A_pool2d_w_out), h_out = I(A_pool2d_h_out);
     const int h_in = I(A_pool2d_h_in), w_in = I(A_pool2d_w_in);
@@ -136,7 +153,7 @@ kernel void f32_pool2d_rows(KANN_KERNEL_ARGS) {
             if (inside)
                 POOL_TAPS(pool_load16(xr + first, s_w))
             else
-                POOL_TAPS(pool_gather16(xr, first, s_w, w_in, lanes, outside))
+                POOL_TAPS(pool_edge16(xr, first, s_w, w_in, lanes, outside, x, x + x_len))
             /* the window counts: rows times columns, the columns per lane at the edges */
             float cols[16];
             for (int j = 0; j < 16; j++)

@@ -106,6 +106,10 @@ static void conv_launch(const conv_shape *c, int packed, cl_device_type type, ka
     if (n_m == 0 || n_p == 0 || c->n == 0) return;
     if (type & CL_DEVICE_TYPE_CPU) {
         unsigned mb = packed ? 12 : c->group == 1 ? 8 : 1, vw, nv;
+        /* Packed weights read per channel, so blocks of 8 channels work too: where they take no
+         * more blocks than panels of 12 (at most 8 or 13-16 channels: squeezenet's 16-channel
+         * squeezes), they compute fewer channels past the last one (16 rather than 24). */
+        if (packed && bands(n_m, 8) <= bands(n_m, 12)) mb = 8;
         if (pointwise || wide) {
             vw = 16;
             nv = 2;
@@ -113,12 +117,15 @@ static void conv_launch(const conv_shape *c, int packed, cl_device_type type, ka
             vw = c->w_out <= 8 ? 8 : 16;
             nv = c->w_out > vw ? 2 : 1; /* a second vector only where the row fills it */
         }
+        size_t r0 = c->p_b / c->w_out, r1 = (c->p_e - 1) / c->w_out + 1;
+        /* one channel per work-item: 4 output rows at once share their input row loads */
+        unsigned dwr = mb == 1 && !pointwise && !wide && r1 - r0 >= 4 ? 4 : 1;
         snprintf(l->options + len, sizeof l->options - (size_t)len,
-                 " -DMB=%u -DVW=%u -DNV=%u -DPOINTWISE=%d -DWIDE=%d", mb, vw, nv, pointwise, wide);
+                 " -DMB=%u -DVW=%u -DNV=%u -DPOINTWISE=%d -DWIDE=%d -DDWR=%u", mb, vw, nv,
+                 pointwise, wide, dwr);
         l->program = KANN_OCL_PROGRAM_CONV_CPU;
         l->entry = "f32_conv";
         size_t pix = (size_t)vw * nv, blocks = (n_m + mb - 1) / mb;
-        size_t r0 = c->p_b / c->w_out, r1 = (c->p_e - 1) / c->w_out + 1;
         /* multiply-adds of one pixel block: a work-item takes enough of them (a band,
          * kann_band) for about CONV_ITEM_FMAS, so that small convs (depthwise, 1x1 over few
          * channels) do not spend their time on PoCL's cost per work-group */
@@ -132,7 +139,8 @@ static void conv_launch(const conv_shape *c, int packed, cl_device_type type, ka
         } else {
             size_t row_blocks = (c->w_out + pix - 1) / pix;
             l->global[0] = row_blocks;
-            l->global[1] = bands(r1 - r0, (per + row_blocks - 1) / row_blocks);
+            size_t rows_per = (per + row_blocks - 1) / row_blocks; /* rows of a band */
+            l->global[1] = bands(bands(r1 - r0, dwr), bands(rows_per, dwr));
         }
         l->global[2] = (size_t)c->n * blocks;
         return;
@@ -236,10 +244,15 @@ static void conv_shape_from_packed(const kann_conv2d_packed_args *a, conv_shape 
 
 /* multiply-adds (vector lanes) an f32_matmul_rows work-item does at least: as CONV_ITEM_FMAS */
 #define MATMUL_ITEM_FMAS ((size_t)1 << 16)
-#define MATMUL_ROWS_MM 8    /* rows of a block (MM in matmul.cl) */
 #define MATMUL_ROWS_COLS 32 /* columns of a block (2 * VW) */
 #define MATMUL_MIN_ITEMS 16 /* work-items enough to keep a CPU device's cores busy */
 #define MATMUL_FEW_ROWS 512
+
+/* rows of an f32_matmul_rows block (MM in matmul.cl): 8, or the fewest of 1, 2, 4 that cover
+ * the tile's rows (a matrix-vector product computes one row, not eight) */
+static unsigned matmul_block_rows(size_t rows) {
+    return rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : 8;
+}
 
 static void matmul_launch(const kann_matmul_args *a, cl_device_type type, kann_ocl_launch *l) {
     uint32_t i_b = 0, i_e = a->m, j_b = 0, j_e = a->n;
@@ -258,19 +271,21 @@ static void matmul_launch(const kann_matmul_args *a, cl_device_type type, kann_o
         snprintf(l->options, sizeof l->options, "-DACT=%u -DHAS_BIAS=%d -DHAS_RES=%d", a->act.kind,
                  a->bias.space != KANN_SPACE_NONE, a->residual.space != KANN_SPACE_NONE);
     if ((type & CL_DEVICE_TYPE_CPU) && a->b_col_stride == 1) {
-        /* blocks of MM rows x 32 columns, in bands of at least MATMUL_ITEM_FMAS */
-        size_t blocks = bands(rows, MATMUL_ROWS_MM) * bands(cols, MATMUL_ROWS_COLS);
-        size_t block_fmas = (size_t)MATMUL_ROWS_MM * MATMUL_ROWS_COLS * a->k;
+        /* blocks of mm rows x 32 columns, in bands of at least MATMUL_ITEM_FMAS */
+        unsigned mm = matmul_block_rows(rows);
+        size_t blocks = bands(rows, mm) * bands(cols, MATMUL_ROWS_COLS);
+        size_t block_fmas = (size_t)mm * MATMUL_ROWS_COLS * a->k;
         size_t per = block_fmas >= MATMUL_ITEM_FMAS ? 1 : MATMUL_ITEM_FMAS / (block_fmas + 1) + 1;
         /* Few rows (up to MATMUL_FEW_ROWS) over wide weights (vit_b_32's 50 tokens, swin_t's
          * last stage): where there are columns enough for every core, a band takes all the row
          * blocks of its columns, so that B's panel (k x 32) comes from memory once and serves
          * every row from cache, instead of once per row block. */
-        size_t row_blocks = bands(rows, MATMUL_ROWS_MM);
+        size_t row_blocks = bands(rows, mm);
         if (rows <= MATMUL_FEW_ROWS && row_blocks && per < row_blocks &&
             blocks / row_blocks >= MATMUL_MIN_ITEMS)
             per = row_blocks;
-        snprintf(l->options + len, sizeof l->options - (size_t)len, " -DROWS=1 -DVW=16");
+        snprintf(l->options + len, sizeof l->options - (size_t)len, " -DROWS=1 -DMM=%u -DVW=16",
+                 mm);
         l->entry = "f32_matmul_rows";
         l->global[0] = a->batch ? bands(blocks, per) : 0;
         l->global[1] = 1;

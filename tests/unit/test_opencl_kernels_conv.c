@@ -1,8 +1,9 @@
-/* The OpenCL f32_conv2d and f32_conv2d_packed kernels, in both kernel styles, against the
- * reference kernels on random shapes: pointwise convs, stride-1 convs over a padded input (the
- * CPU style's WIDE path, outputs in the input's row pitch), and any other window, stride,
- * dilation and padding; rows and planes of ragged lengths, tiles of channels and of pixels,
- * bias, residual and every activation (PoCL in CI). Skipped without an OpenCL device. */
+/* The OpenCL f32_conv2d, f32_dwconv2d and f32_conv2d_packed kernels, in both kernel styles,
+ * against the reference kernels on random shapes: pointwise convs, stride-1 convs over a padded
+ * input (the CPU style's WIDE path, outputs in the input's row pitch), and any other window,
+ * stride, dilation and padding (depthwise: the blocks of 4 output rows); rows and planes of
+ * ragged lengths, tiles of channels and of pixels, bias, residual and every activation (PoCL in
+ * CI). Skipped without an OpenCL device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,16 +113,23 @@ static void packed_case(uint64_t seed, int kind, uint32_t max_c, uint32_t max_w)
     kt_free(&k);
 }
 
-static void conv2d_case(uint64_t seed, int kind) {
+/* f32_conv2d (any group), or f32_dwconv2d (group = c_in = c_out) with up to 24 output rows:
+ * the CPU style's blocks of 4 rows, ragged, in bands of several blocks. */
+static void conv2d_case(uint64_t seed, int kind, int depthwise) {
     kt k;
     kt_init(&k, seed);
-    conv_window c = random_window(&k, kind, 6, 40);
+    conv_window c = random_window(&k, kind, depthwise ? 1 : 6, 40);
+    if (depthwise) { /* taller maps: a window's rows reach past its block of output rows */
+        uint32_t more = kt_range(&k, 0, 15);
+        c.h_out += more;
+        c.h_in += more * c.stride_h;
+    }
     kann_conv2d_args a;
     memset(&a, 0, sizeof a);
     a.n = kt_range(&k, 1, 2);
-    a.group = kt_range(&k, 0, 1) ? 1 : kt_range(&k, 1, 3);
+    a.group = depthwise ? kt_range(&k, 1, 24) : kt_range(&k, 0, 1) ? 1 : kt_range(&k, 1, 3);
     a.c_in = a.group * c.c_in;
-    a.c_out = a.group * kt_range(&k, 1, 10);
+    a.c_out = a.group * (depthwise ? 1 : kt_range(&k, 1, 10));
     a.h_in = c.h_in;
     a.w_in = c.w_in;
     a.h_out = c.h_out;
@@ -140,7 +148,7 @@ static void conv2d_case(uint64_t seed, int kind) {
     a.w = kt_input_f32(&k, (size_t)a.c_out * c.c_in * a.k_h * a.k_w, -1.0f, 1.0f);
     conv_outputs(&k, a.c_out, a.n * hw, &a.bias, &a.residual, &a.y);
     a.tile = kt_range(&k, 0, 1) ? kt_tile(&k, a.c_out) : kt_aligned_tile(&k, 1, a.h_out, 1);
-    kt_run(&k, KANN_KERNEL_F32_CONV2D, &a, sizeof a, 0);
+    kt_run(&k, depthwise ? KANN_KERNEL_F32_DWCONV2D : KANN_KERNEL_F32_CONV2D, &a, sizeof a, 0);
     kt_free(&k);
 }
 
@@ -150,7 +158,8 @@ static void run_cases(cl_device_type style) {
         int kind = (int)(seed % CASE_KINDS);
         packed_case(4100 + seed, kind, 20, 12); /* short rows: several per vector */
         packed_case(4700 + seed, kind, 16, 70); /* long rows */
-        conv2d_case(5300 + seed, kind);
+        conv2d_case(5300 + seed, kind, 0);
+        conv2d_case(5900 + seed, kind, 1);
     }
     kt_style = CL_DEVICE_TYPE_CPU;
 }

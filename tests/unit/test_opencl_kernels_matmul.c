@@ -1,9 +1,9 @@
 /* The OpenCL f32_matmul kernels, in both kernel styles, against the reference kernel on random
- * shapes: the CPU style's blocks of 8 rows x 32 columns (rows of B contiguous) with ragged last
- * blocks, and the one-output-per-work-item kernel (B transposed: the 8-way dot product, or any
- * strides); batches, tiles of rows and of columns, A and B transposed, bias broadcast along
- * rows, columns or both, residual and every activation (PoCL in CI). Skipped without an OpenCL
- * device. */
+ * shapes: the CPU style's blocks of 1, 2, 4 or 8 rows x 32 columns (rows of B contiguous) with
+ * ragged last blocks, and the one-output-per-work-item kernel (B transposed: the 8-way dot
+ * product, or any strides); batches, tiles of rows and of columns, A and B transposed, bias
+ * broadcast along rows, columns or both, residual and every activation (PoCL in CI). Skipped
+ * without an OpenCL device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,6 +68,7 @@ static void run_cases(cl_device_type style) {
         matmul_case(6700 + seed, kind, 3, 12, 9);    /* fewer rows and columns than a block */
         matmul_case(7300 + seed, kind, 40, 40, 300); /* long sums */
         matmul_case(7900 + seed, kind, 20, 600, 24); /* few rows, wide: a band per column block */
+        matmul_case(8500 + seed, kind, 1, 200, 150); /* one row: a matrix-vector product */
     }
     kt_style = CL_DEVICE_TYPE_CPU;
 }
