@@ -147,6 +147,21 @@ void kc_add_copy(kc_graph *g, kc_program *p, int node, int src, int64_t src_off,
 
 static int lower_node(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     kc_node *n = &g->nodes[id];
+    /* The records count elements in 32 bits (and bytes within a 4 GiB arena): an output past
+     * that, which a hostile shape can ask for, is refused here for every op alike. A node whose
+     * outputs are all empty computes nothing (its dims may still be huge: 10^9 x 0). */
+    int empty = 1;
+    for (int i = 0; i < n->n_outputs; i++) {
+        if (n->outputs[i] < 0) continue;
+        int64_t count = kc_value_numel(kc_val(g, n->outputs[i]));
+        if (count > UINT32_MAX / 4) {
+            kc_error_node(d, g, id, "output '%s' is too large (%lld elements)",
+                          kc_val(g, n->outputs[i])->name, (long long)count);
+            return 1;
+        }
+        empty &= count == 0;
+    }
+    if (empty && n->n_outputs > 0) return 0;
     switch (n->op) {
     case KC_OP_Conv: /* 3-D convolutions by the direct conv_nd kernel */
         return kc_val(g, n->inputs[0])->rank == 5 ? kc_lower_conv_nd(g, p, id, d)
