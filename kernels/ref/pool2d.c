@@ -21,6 +21,9 @@ static void pool_chunk(const kann_pool2d_args *a, const float *x_plane, int64_t 
     size_t stride_w = a->stride_w;
     for (size_t j = 0; j < len; j++)
         acc[j] = is_max ? -INFINITY : 0.0f;
+    /* No window row inside the input (h_in = 0, or padding only): nothing to visit, however
+     * many column taps there are. */
+    if (kh_valid.hi <= kh_valid.lo) return;
     /* The taps output by output, last output first (its taps come first): each tap that lands
      * in the input for some output is visited once, in increasing order, and no other, so the
      * work stays within len * min(k_w, w_in) however far apart stride and padding put the
