@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "opencl_test_main.h"
+
 #ifdef KANN_WITH_OPENCL
 #include "test_opencl_kernels_harness.h"
 
@@ -164,35 +166,10 @@ static void run_cases(cl_device_type style) {
     kt_style = CL_DEVICE_TYPE_CPU;
 }
 
-/* Work-items of local size 1 with 12 (packed) or 8 channels x 16-32 pixels each. */
-static void test_conv_cpu(void **state) {
-    (void)state;
-    KT_NEED_DEVICE();
-    run_cases(CL_DEVICE_TYPE_CPU);
-}
-
-/* The implicit GEMM in local memory (group 1), one thread per output otherwise. */
-static void test_conv_gpu(void **state) {
-    (void)state;
-    KT_NEED_DEVICE();
-    run_cases(CL_DEVICE_TYPE_GPU);
-}
-
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv_cpu),
-        cmocka_unit_test(test_conv_gpu),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* The CPU kernel style: work-items of local size 1 with 12 (packed) or 8 channels x 16-32 pixels
+ * each. The GPU style: the implicit GEMM in local memory (group 1), one thread per output
+ * otherwise. */
+KT_BOTH_STYLES_MAIN(conv, run_cases)
 #else
-static void test_built_without_opencl(void **state) {
-    (void)state;
-    skip();
-}
-
-int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_built_without_opencl)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KT_MAIN_WITHOUT_OPENCL()
 #endif

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "opencl_test_main.h"
+
 #ifdef KANN_WITH_OPENCL
 #include "test_opencl_kernels_harness.h"
 
@@ -152,35 +154,9 @@ static void run_cases(cl_device_type style) {
     kt_style = CL_DEVICE_TYPE_CPU;
 }
 
-/* Bands of rows, 16 elements at a time. */
-static void test_eltwise_cpu(void **state) {
-    (void)state;
-    KT_NEED_DEVICE();
-    run_cases(CL_DEVICE_TYPE_CPU);
-}
-
-/* One work-item per element. */
-static void test_eltwise_gpu(void **state) {
-    (void)state;
-    KT_NEED_DEVICE();
-    run_cases(CL_DEVICE_TYPE_GPU);
-}
-
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_eltwise_cpu),
-        cmocka_unit_test(test_eltwise_gpu),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* The CPU kernel style: bands of rows, 16 elements at a time.
+ * The GPU style: one work-item per element. */
+KT_BOTH_STYLES_MAIN(eltwise, run_cases)
 #else
-static void test_built_without_opencl(void **state) {
-    (void)state;
-    skip();
-}
-
-int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_built_without_opencl)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KT_MAIN_WITHOUT_OPENCL()
 #endif

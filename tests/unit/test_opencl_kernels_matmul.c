@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "opencl_test_main.h"
+
 #ifdef KANN_WITH_OPENCL
 #include "test_opencl_kernels_harness.h"
 
@@ -73,35 +75,9 @@ static void run_cases(cl_device_type style) {
     kt_style = CL_DEVICE_TYPE_CPU;
 }
 
-/* f32_matmul_rows where B's rows are contiguous, one output per work-item otherwise. */
-static void test_matmul_cpu(void **state) {
-    (void)state;
-    KT_NEED_DEVICE();
-    run_cases(CL_DEVICE_TYPE_CPU);
-}
-
-/* One output per work-item. */
-static void test_matmul_gpu(void **state) {
-    (void)state;
-    KT_NEED_DEVICE();
-    run_cases(CL_DEVICE_TYPE_GPU);
-}
-
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_cpu),
-        cmocka_unit_test(test_matmul_gpu),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* The CPU kernel style: f32_matmul_rows where B's rows are contiguous, one output per work-item
+ * otherwise. The GPU style: one output per work-item. */
+KT_BOTH_STYLES_MAIN(matmul, run_cases)
 #else
-static void test_built_without_opencl(void **state) {
-    (void)state;
-    skip();
-}
-
-int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_built_without_opencl)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KT_MAIN_WITHOUT_OPENCL()
 #endif

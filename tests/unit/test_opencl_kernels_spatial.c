@@ -7,6 +7,8 @@
 
 #include <cmocka.h>
 
+#include "opencl_test_main.h"
+
 #ifdef KANN_WITH_OPENCL
 #include "test_opencl_kernels_harness.h"
 
@@ -226,13 +228,5 @@ int main(void) {
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
 #else
-static void test_built_without_opencl(void **state) {
-    (void)state;
-    skip();
-}
-
-int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_built_without_opencl)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KT_MAIN_WITHOUT_OPENCL()
 #endif

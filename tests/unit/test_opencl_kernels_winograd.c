@@ -8,6 +8,8 @@
 
 #include <cmocka.h>
 
+#include "opencl_test_main.h"
+
 #ifdef KANN_WITH_OPENCL
 #include "test_opencl_kernels_harness.h"
 
@@ -73,35 +75,9 @@ static void run_cases(cl_device_type style) {
     kt_style = CL_DEVICE_TYPE_CPU;
 }
 
-/* Work-items of local size 1 (PoCL): the input transform into the scratch, then the GEMMs. */
-static void test_conv2d_winograd_cpu(void **state) {
-    (void)state;
-    KT_NEED_DEVICE();
-    run_cases(CL_DEVICE_TYPE_CPU);
-}
-
-/* The GPU style: one work-item per output tile and weight panel. */
-static void test_conv2d_winograd_gpu(void **state) {
-    (void)state;
-    KT_NEED_DEVICE();
-    run_cases(CL_DEVICE_TYPE_GPU);
-}
-
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv2d_winograd_cpu),
-        cmocka_unit_test(test_conv2d_winograd_gpu),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* The CPU kernel style: work-items of local size 1 (PoCL), the input transform into the scratch,
+ * then the GEMMs. The GPU style: one work-item per output channel and tile. */
+KT_BOTH_STYLES_MAIN(conv2d_winograd, run_cases)
 #else
-static void test_built_without_opencl(void **state) {
-    (void)state;
-    skip();
-}
-
-int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_built_without_opencl)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KT_MAIN_WITHOUT_OPENCL()
 #endif

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "opencl_test_main.h"
+
 #include "kann_host.h"
 #include "runtime_models.h"
 
@@ -44,13 +46,5 @@ int main(void) {
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
 #else
-static void test_built_without_opencl(void **state) {
-    (void)state;
-    skip();
-}
-
-int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_built_without_opencl)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KT_MAIN_WITHOUT_OPENCL()
 #endif
