@@ -10,52 +10,57 @@ inline float kann_round_half_even(float x) {
     return copysign(r, x);
 }
 
+/* The float unary ops (0-21) that are one OpenCL builtin for float and float16 alike: the
+ * cases of kann_unary_f32 and kann_unary16, written once. */
+#define KANN_UNARY_BUILTIN_CASES(v)                                                                \
+    case 0:                                                                                        \
+        return fabs(v);                                                                            \
+    case 1:                                                                                        \
+        return -(v);                                                                               \
+    case 3:                                                                                        \
+        return exp(v);                                                                             \
+    case 4:                                                                                        \
+        return log(v);                                                                             \
+    case 5:                                                                                        \
+        return sqrt(v);                                                                            \
+    case 6:                                                                                        \
+        return 1.0f / (v);                                                                         \
+    case 7:                                                                                        \
+        return floor(v);                                                                           \
+    case 8:                                                                                        \
+        return ceil(v);                                                                            \
+    case 10:                                                                                       \
+        return sin(v);                                                                             \
+    case 11:                                                                                       \
+        return cos(v);                                                                             \
+    case 12:                                                                                       \
+        return tan(v);                                                                             \
+    case 13:                                                                                       \
+        return asin(v);                                                                            \
+    case 14:                                                                                       \
+        return acos(v);                                                                            \
+    case 15:                                                                                       \
+        return atan(v);                                                                            \
+    case 16:                                                                                       \
+        return sinh(v);                                                                            \
+    case 17:                                                                                       \
+        return cosh(v);                                                                            \
+    case 18:                                                                                       \
+        return asinh(v);                                                                           \
+    case 19:                                                                                       \
+        return acosh(v);                                                                           \
+    case 20:                                                                                       \
+        return atanh(v);                                                                           \
+    case 21:                                                                                       \
+        return erf(v);
+
 inline float kann_unary_f32(uint op, float v) {
     switch (op) {
-    case 0:
-        return fabs(v);
-    case 1:
-        return -v;
+        KANN_UNARY_BUILTIN_CASES(v)
     case 2: /* 0, -0 and NaN stay */
         return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v;
-    case 3:
-        return exp(v);
-    case 4:
-        return log(v);
-    case 5:
-        return sqrt(v);
-    case 6:
-        return 1.0f / v;
-    case 7:
-        return floor(v);
-    case 8:
-        return ceil(v);
-    case 9:
+    default: /* 9 */
         return kann_round_half_even(v);
-    case 10:
-        return sin(v);
-    case 11:
-        return cos(v);
-    case 12:
-        return tan(v);
-    case 13:
-        return asin(v);
-    case 14:
-        return acos(v);
-    case 15:
-        return atan(v);
-    case 16:
-        return sinh(v);
-    case 17:
-        return cosh(v);
-    case 18:
-        return asinh(v);
-    case 19:
-        return acosh(v);
-    case 20:
-        return atanh(v);
-    default: /* 21 */
-        return erf(v);
     }
 }
 
@@ -78,46 +83,7 @@ inline long kann_unary_int(uint op, long v) {
  * ROUND) lane by lane. */
 inline float16 kann_unary16(uint op, float16 v) {
     switch (op) {
-    case 0:
-        return fabs(v);
-    case 1:
-        return -v;
-    case 3:
-        return exp(v);
-    case 4:
-        return log(v);
-    case 5:
-        return sqrt(v);
-    case 6:
-        return 1.0f / v;
-    case 7:
-        return floor(v);
-    case 8:
-        return ceil(v);
-    case 10:
-        return sin(v);
-    case 11:
-        return cos(v);
-    case 12:
-        return tan(v);
-    case 13:
-        return asin(v);
-    case 14:
-        return acos(v);
-    case 15:
-        return atan(v);
-    case 16:
-        return sinh(v);
-    case 17:
-        return cosh(v);
-    case 18:
-        return asinh(v);
-    case 19:
-        return acosh(v);
-    case 20:
-        return atanh(v);
-    case 21:
-        return erf(v);
+        KANN_UNARY_BUILTIN_CASES(v)
     default: {
         float t[16];
         vstore16(v, 0, t);
