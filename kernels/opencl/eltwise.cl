@@ -3,25 +3,29 @@
  * and for CPU devices (the *_rows kernels) one work-item of local size 1 per band of rows, 16
  * elements at a time, with the helpers the *_rows kernels of layout.cl share. */
 
-/* kann_binary_op on floats (the validator admits no other float op than these). */
+/* kann_binary_op on floats (the validator admits no other float op than these): the ops that
+ * are one expression for float and float16 alike, the cases of both forms below. */
+#define KANN_BINARY_COMMON_CASES(a, b)                                                             \
+    case 0:                                                                                        \
+        return (a) + (b);                                                                          \
+    case 1:                                                                                        \
+        return (a) - (b);                                                                          \
+    case 2:                                                                                        \
+        return (a) * (b);                                                                          \
+    case 3:                                                                                        \
+        return (a) / (b);                                                                          \
+    case 4:                                                                                        \
+        return pow(a, b);                                                                          \
+    case 7:                                                                                        \
+        return fmod(a, b);
+
 inline float kann_binary_f32(uint op, float a, float b) {
     switch (op) {
-    case 0:
-        return a + b;
-    case 1:
-        return a - b;
-    case 2:
-        return a * b;
-    case 3:
-        return a / b;
-    case 4:
-        return pow(a, b);
+        KANN_BINARY_COMMON_CASES(a, b)
     case 5: /* NaN when either is NaN, as the reference */
         return isnan(a) || isnan(b) ? a + b : fmax(a, b);
     case 6:
         return isnan(a) || isnan(b) ? a + b : fmin(a, b);
-    case 7:
-        return fmod(a, b);
     default: /* 9: PRelu */
         return a < 0.0f ? a * b : a;
     }
@@ -30,22 +34,11 @@ inline float kann_binary_f32(uint op, float a, float b) {
 /* kann_binary_f32 on 16 lanes. */
 inline float16 kann_binary16(uint op, float16 a, float16 b) {
     switch (op) {
-    case 0:
-        return a + b;
-    case 1:
-        return a - b;
-    case 2:
-        return a * b;
-    case 3:
-        return a / b;
-    case 4:
-        return pow(a, b);
+        KANN_BINARY_COMMON_CASES(a, b)
     case 5:
         return select(fmax(a, b), a + b, isnan(a) | isnan(b));
     case 6:
         return select(fmin(a, b), a + b, isnan(a) | isnan(b));
-    case 7:
-        return fmod(a, b);
     default:
         return select(a, a * b, a < (float16)(0.0f));
     }

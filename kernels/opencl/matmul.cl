@@ -17,6 +17,18 @@
  * NDRange: (bands of blocks, 1, batch); block u is (row block u % row_blocks, column block
  * u / row_blocks), so the blocks of a band share B's columns, which stay in cache. */
 
+/* m, n, k and the record's tile as rows [i_b, i_e) and columns [j_b, j_e), for every kernel. */
+#define MATMUL_SHAPE_AND_TILE                                                                      \
+    const uint m = U(A_matmul_m), n = U(A_matmul_n), k = U(A_matmul_k);                            \
+    uint i_b = 0, j_b = 0, i_e = m, j_e = n;                                                       \
+    if (TILE_AXIS == 0) {                                                                          \
+        i_b = TILE_BEGIN;                                                                          \
+        i_e = TILE_END;                                                                            \
+    } else {                                                                                       \
+        j_b = TILE_BEGIN;                                                                          \
+        j_e = TILE_END;                                                                            \
+    }
+
 #if ROWS
 /* MM rows per block (1, 2, 4 or 8): the host picks the fewest that cover the tile's rows, so
  * that a matrix-vector product (mobilenet_v2's classifier, one row) does not multiply seven
@@ -59,15 +71,7 @@ inline void matmul_store(VT acc, float alpha, float beta, global const float *bi
 }
 
 kernel void f32_matmul_rows(KANN_KERNEL_ARGS) {
-    const uint m = U(A_matmul_m), n = U(A_matmul_n), k = U(A_matmul_k);
-    uint i_b = 0, j_b = 0, i_e = m, j_e = n;
-    if (TILE_AXIS == 0) {
-        i_b = TILE_BEGIN;
-        i_e = TILE_END;
-    } else {
-        j_b = TILE_BEGIN;
-        j_e = TILE_END;
-    }
+    MATMUL_SHAPE_AND_TILE
     const uint bt = get_global_id(2);
     const uint a_rs = U(A_matmul_a_row_stride), a_cs = U(A_matmul_a_col_stride);
     const uint b_rs = U(A_matmul_b_row_stride);
@@ -136,15 +140,7 @@ kernel void f32_matmul_rows(KANN_KERNEL_ARGS) {
 }
 #else
 kernel void f32_matmul(KANN_KERNEL_ARGS) {
-    const uint m = U(A_matmul_m), n = U(A_matmul_n), k = U(A_matmul_k);
-    uint i_b = 0, j_b = 0, i_e = m, j_e = n;
-    if (TILE_AXIS == 0) {
-        i_b = TILE_BEGIN;
-        i_e = TILE_END;
-    } else {
-        j_b = TILE_BEGIN;
-        j_e = TILE_END;
-    }
+    MATMUL_SHAPE_AND_TILE
     const uint j = j_b + get_global_id(0), i = i_b + get_global_id(1), bt = get_global_id(2);
     if (j >= j_e || i >= i_e) return;
     const uint a_rs = U(A_matmul_a_row_stride), a_cs = U(A_matmul_a_col_stride);

@@ -81,17 +81,11 @@ static inline __attribute__((always_inline)) void dw_vectors(const kann_dw_band 
     }
 }
 
-/* What the band loops share: the output epilogue and the channel's bias. */
-typedef struct dw_out {
-    const kann_act *act;
-    int vec_act;
-    __m256 lo, hi, bias;
-} dw_out;
-
 /* One vector's store: the lanes of bit mask m (output pixels, in order) to y[0...], with the
  * residual res[0...]. Lanes 0..n-1 (whole vectors, row ends) go by a masked store; any other
  * mask (a row end inside the vector on the wide grid) through a spilled vector. */
-static inline __attribute__((always_inline)) void dw_store(__m256 v, uint32_t m, float *y, const float *res, const dw_out *o) {
+static inline __attribute__((always_inline)) void dw_store(__m256 v, uint32_t m, float *y,
+                                                           const float *res, const dw_out *o) {
     if ((m & (m + 1u)) == 0) {
         size_t n = (size_t)__builtin_popcount(m);
         __m256i keep = lanes(0, (int64_t)n);
@@ -160,12 +154,7 @@ band_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, 
 /* One band (kann_dw_band_fn): the row path or the wide grid. */
 static void band(const kann_dw_band_job *job) {
     const kann_dwconv2d_args *a = job->a;
-    dw_out o;
-    o.act = &a->act;
-    o.vec_act = kann_act_vectorizes(o.act);
-    o.lo = _mm256_set1_ps(kann_act_lo(o.act));
-    o.hi = _mm256_set1_ps(kann_act_hi(o.act));
-    o.bias = _mm256_set1_ps(job->bias);
+    dw_out o = dw_out_of(job);
     if (!job->rows_path)
         band_flat(job->b, job->buf, job->wc, job->rows * job->b->w_h, job->masks, job->at, job->y,
                   job->res, &o);

@@ -78,16 +78,10 @@ static inline __attribute__((always_inline)) void dw_vectors(const kann_dw_band 
     }
 }
 
-/* What the band loops share: the output epilogue and the channel's bias. */
-typedef struct dw_out {
-    const kann_act *act;
-    int vec_act;
-    __m512 lo, hi, bias;
-} dw_out;
-
 /* One vector's store: the lanes of m (output pixels) packed to y[0...], the residual res[0...]
  * unpacked to meet them. */
-static inline __attribute__((always_inline)) void dw_store(__m512 v, __mmask16 m, float *y, const float *res, const dw_out *o) {
+static inline __attribute__((always_inline)) void dw_store(__m512 v, __mmask16 m, float *y,
+                                                           const float *res, const dw_out *o) {
     unsigned n = (unsigned)_mm_popcnt_u32(m);
     __mmask16 packed = (__mmask16)((1u << n) - 1u);
     int prefix = m == packed; /* whole vectors and row ends: nothing to move */
@@ -149,12 +143,7 @@ band_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, 
 /* One band (kann_dw_band_fn): the row path or the wide grid. */
 static void band(const kann_dw_band_job *job) {
     const kann_dwconv2d_args *a = job->a;
-    dw_out o;
-    o.act = &a->act;
-    o.vec_act = kann_act_vectorizes(o.act);
-    o.lo = _mm512_set1_ps(kann_act_lo(o.act));
-    o.hi = _mm512_set1_ps(kann_act_hi(o.act));
-    o.bias = _mm512_set1_ps(job->bias);
+    dw_out o = dw_out_of(job);
     if (!job->rows_path)
         band_flat(job->b, job->buf, job->wc, job->rows * job->b->w_h, job->masks, job->at, job->y,
                   job->res, &o);

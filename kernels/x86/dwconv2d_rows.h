@@ -1,12 +1,29 @@
-/* The depthwise row path shared by the SIMD variants (dwconv2d_avx2.c, dwconv2d_avx512.c),
- * written once over vec_math.h's width-neutral vectors: the including file defines
- * KANN_VEC_BITS and includes vec_math.h first. */
+/* The depthwise row path and the store's set-up shared by the SIMD variants
+ * (dwconv2d_avx2.c, dwconv2d_avx512.c), written once over vec_math.h's width-neutral vectors:
+ * the including file defines KANN_VEC_BITS and includes vec_math.h and simd_act.h first. */
 #ifndef KANN_X86_DWCONV2D_ROWS_H
 #define KANN_X86_DWCONV2D_ROWS_H
 
 #include "ref/dwconv2d.h"
 
 #define DW_ROWS ((int)KANN_DW_ROW_BLOCK)
+
+/* What a band's stores share: the output epilogue and the channel's bias. */
+typedef struct dw_out {
+    const kann_act *act;
+    int vec_act;
+    vf lo, hi, bias;
+} dw_out;
+
+static inline dw_out dw_out_of(const kann_dw_band_job *job) {
+    dw_out o;
+    o.act = &job->a->act;
+    o.vec_act = kann_act_vectorizes(o.act);
+    o.lo = vf_set1(kann_act_lo(o.act));
+    o.hi = vf_set1(kann_act_hi(o.act));
+    o.bias = vf_set1(job->bias);
+    return o;
+}
 
 /* The row path, for 3 kernel rows, dilation 1 and stride 1 or 2 along the rows (S): the same
  * KANN_VL columns of DW_ROWS output rows from band row i0; each plane row a column tap reads is
