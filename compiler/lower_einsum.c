@@ -55,7 +55,7 @@ static void label_strides(const kc_graph *g, const kc_einsum *e, int x, int k, i
     }
 }
 
-/* x (operand k, or -1 with xs given) as a dense value in the layout's label order: x itself when
+/* Operand k (value x) as a dense value in the layout's label order: x itself when
  * it already is, else a strided copy into a new scratch value. */
 static int arrange(kc_graph *g, kc_program *p, int id, const kc_einsum *e, int x, int k,
                    const label_list *layout, const char *what) {
