@@ -2,10 +2,10 @@
  * size 1) computes MB output channels x VW*NV output pixels in named vector accumulators, like a
  * CPU microkernel; no local memory. Weights are read in the layout the CPU kernels read: one
  * scalar per channel and tap, broadcast into a vector multiply-add. With PACKED the weights are
- * conv2d_packed's 12-channel panels, so the MB = 12 channels of a block sit side by side.
+ * conv2d_packed's 12-channel panels, read channel by channel like the others.
  *
  * Build macros: FAM (conv2d or conv2d_packed: the argument struct), PACKED, KH KW SH SW DH DW
- * PT PL (window), ACT, HAS_BIAS, HAS_RES, MB (1, 8 or 12; > 1 only with group 1), VW (8 or 16
+ * PT PL (window), ACT, HAS_BIAS, HAS_RES, MB (1 or 8; 8 only with group 1), VW (8 or 16
  * lanes), NV (1 or 2 vectors per channel), POINTWISE (1x1, stride 1, no padding: pixels
  * flattened), WIDE (stride 1, every window inside the input: outputs numbered in the input's
  * row pitch), DWR (1, or 4 with MB = 1: output rows per block). The record's tile is channels
@@ -19,9 +19,7 @@
 #define XCAT3(a, b, c) CAT3(a, b, c)
 #define CF(field) XCAT3(A_, FAM, _##field)
 
-#if MB == 12
-#define FOR_M(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#elif MB == 8
+#if MB == 8
 #define FOR_M(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #else
 #define FOR_M(X) X(0)

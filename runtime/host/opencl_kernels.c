@@ -105,11 +105,11 @@ static void conv_launch(const conv_shape *c, int packed, cl_device_type type, ka
                        c->has_bias, c->has_res);
     if (n_m == 0 || n_p == 0 || c->n == 0) return;
     if (type & CL_DEVICE_TYPE_CPU) {
-        unsigned mb = packed ? 12 : c->group == 1 ? 8 : 1, vw, nv;
-        /* Packed weights read per channel, so blocks of 8 channels work too: where they take no
-         * more blocks than panels of 12 (at most 8 or 13-16 channels: squeezenet's 16-channel
-         * squeezes), they compute fewer channels past the last one (16 rather than 24). */
-        if (packed && bands(n_m, 8) <= bands(n_m, 12)) mb = 8;
+        /* Blocks of 8 channels, packed weights too (read per channel): PoCL keeps their 16
+         * vector accumulators in registers, where 12-channel panels (24 of them) ran slower on
+         * every shared model (mobilenet_v2 7.4 -> 6.8 ms, squeezenet1_1 6.0 -> 5.2 ms,
+         * minima over alternated rounds on two one-core sub-devices). */
+        unsigned mb = c->group == 1 ? 8 : 1, vw, nv;
         if (pointwise || wide) {
             vw = 16;
             nv = 2;
