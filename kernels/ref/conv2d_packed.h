@@ -88,6 +88,16 @@ static inline void kann_copy_strided(float *d, const float *s, size_t n, size_t 
     }
 }
 
+/* d[j] = x_row[iw0 + j * stride] for j < n, 0 where the column lies outside [0, w_in). */
+static inline void kann_row_copy(float *d, const float *x_row, int64_t iw0, uint32_t stride,
+                                 uint32_t w_in, size_t n) {
+    size_t lo, hi;
+    kann_valid_run(iw0, stride, w_in, n, &lo, &hi);
+    kann_fill_zero(d, lo);
+    kann_copy_strided(d + lo, x_row + (iw0 + (int64_t)lo * stride), hi - lo, stride);
+    kann_fill_zero(d + hi, n - hi);
+}
+
 /* B columns [p_begin, p_end) gathered into strips of nr columns: the strip holding column
  * p_begin + s * nr + j stores B[k][.] at dst[s * K * nr + k * nr + j]; the columns of the last
  * strip past p_end are zero. Strip by strip (its K * nr floats stay in the L1 cache): the row
@@ -214,37 +224,42 @@ static inline size_t kann_conv2d_wide_segments(size_t P0, size_t n, size_t w_in,
     return count;
 }
 
-/* Wide B floats per pixel block: the block's rows of every channel stay in the L2 cache while
- * the weight panels of the tile pass over them. */
+/* B floats per pixel block of the wide and phase paths: the block's rows of every channel stay
+ * in the L2 cache while the weight panels of the tile pass over them. */
 #define KANN_CONV_WIDE_BLOCK_BYTES (1024u * 1024u)
 
-/* The wide path's loop nest (see kann_conv2d_packed_wide): pixel blocks of the wide grid; in
- * each, every weight panel of the tile against every strip of nr wide pixels, each strip the
- * whole reduction in one microkernel call with the epilogue at its store. */
-static inline __attribute__((always_inline)) void
-kann_conv2d_packed_drive_wide(const kann_conv2d_packed_args *a, const kann_exec *ex, size_t nr,
-                              kann_conv_microkernel ukr) {
+/* The output channels and pixels of the tile, in the terms of kann_conv2d_packed_grid. */
+typedef struct kann_conv_span {
     size_t m_begin, m_end, p_begin, p_end;
-    kann_conv2d_packed_range(a, &m_begin, &m_end, &p_begin, &p_end);
-    if (m_begin >= m_end || p_begin >= p_end) return;
-    size_t w_in = a->w_in, w_out = a->w_out, hw = (size_t)a->h_out * w_out;
+} kann_conv_span;
+
+/* The loop nest of the wide and phase paths: the tile's output pixels [p_begin, p_end) on a
+ * grid of grid_w columns whose row 0 is output row row0 (grid pixel P = (oh - row0) * grid_w
+ * + ow, columns ow >= w_out computed and dropped at the store); the B element of reduction
+ * step (c, tap) at grid pixel P is b[c * b_stride + taps[tap] + P]. Pixel blocks of the grid
+ * (px_floats B floats per grid pixel); in each, every weight panel of the tile against every
+ * strip of nr grid pixels, each strip the whole reduction in one microkernel call with the
+ * epilogue at its store. */
+static inline __attribute__((always_inline)) void
+kann_conv2d_packed_grid(const kann_conv2d_packed_args *a, const kann_exec *ex, size_t nr,
+                        kann_conv_microkernel ukr, kann_conv_span sp, const float *b,
+                        size_t b_stride, size_t grid_w, size_t row0, const ptrdiff_t *taps,
+                        size_t px_floats) {
+    size_t w_out = a->w_out, hw = (size_t)a->h_out * w_out;
     size_t n_taps = (size_t)a->k_h * a->k_w, K = a->c_in * n_taps;
-    ptrdiff_t taps[KANN_CONV_MAX_TAPS];
-    for (size_t kh = 0; kh < a->k_h; kh++)
-        for (size_t kw = 0; kw < a->k_w; kw++)
-            taps[kh * a->k_w + kw] = (ptrdiff_t)(kh * a->dil_h * w_in + kw * a->dil_w);
-    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
+    const float *w = kann_cref(ex, a->w);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
-    float *y = kann_mref(ex, a->y);
-    /* the wide pixels of the first and one past the last output pixel of the tile */
-    size_t P_begin = p_begin / w_out * w_in + p_begin % w_out;
-    size_t P_end = (p_end - 1) / w_out * w_in + (p_end - 1) % w_out + 1;
-    size_t block = KANN_CONV_WIDE_BLOCK_BYTES / (sizeof(float) * a->c_in);
+    float *y = kann_mref(ex, a->y) + row0 * w_out;
+    if (res) res += row0 * w_out;
+    /* the grid pixels of the first and one past the last output pixel of the tile */
+    size_t P_begin = (sp.p_begin / w_out - row0) * grid_w + sp.p_begin % w_out;
+    size_t P_end = ((sp.p_end - 1) / w_out - row0) * grid_w + (sp.p_end - 1) % w_out + 1;
+    size_t block = KANN_CONV_WIDE_BLOCK_BYTES / (sizeof(float) * px_floats);
     block = block < nr ? nr : block / nr * nr;
     kann_conv_segment segments[KANN_CONV_MAX_STRIP];
     kann_conv_tile t;
-    t.b_stride = (size_t)a->h_in * w_in;
+    t.b_stride = b_stride;
     t.n_groups = a->c_in;
     t.n_taps = n_taps;
     t.taps = taps;
@@ -254,21 +269,124 @@ kann_conv2d_packed_drive_wide(const kann_conv2d_packed_args *a, const kann_exec 
     t.segments = segments;
     for (size_t q0 = P_begin; q0 < P_end; q0 += block) {
         size_t q1 = P_end - q0 < block ? P_end : q0 + block;
-        for (size_t m0 = m_begin; m0 < m_end; m0 += KANN_CONV_PANEL) {
+        for (size_t m0 = sp.m_begin; m0 < sp.m_end; m0 += KANN_CONV_PANEL) {
             /* m0 is a panel start: the tile begins on one */
             t.w = w + m0 * K;
-            t.mr = m_end - m0 < KANN_CONV_PANEL ? m_end - m0 : KANN_CONV_PANEL;
+            t.mr = sp.m_end - m0 < KANN_CONV_PANEL ? sp.m_end - m0 : KANN_CONV_PANEL;
             t.bias = bias ? bias + m0 : NULL;
             t.res = res ? res + m0 * hw : NULL;
             t.y = y + m0 * hw;
             for (size_t P0 = q0; P0 < q1; P0 += nr) {
                 t.n = q1 - P0 < nr ? q1 - P0 : nr;
-                t.b = x + P0;
-                t.n_segments = kann_conv2d_wide_segments(P0, t.n, w_in, w_out, segments);
+                t.b = b + P0;
+                t.n_segments = kann_conv2d_wide_segments(P0, t.n, grid_w, w_out, segments);
                 ukr(&t);
             }
         }
     }
+}
+
+/* The wide path (see kann_conv2d_packed_wide): x itself is the grid, w_in columns wide. */
+static inline __attribute__((always_inline)) void
+kann_conv2d_packed_drive_wide(const kann_conv2d_packed_args *a, const kann_exec *ex, size_t nr,
+                              kann_conv_microkernel ukr, kann_conv_span sp) {
+    ptrdiff_t taps[KANN_CONV_MAX_TAPS];
+    for (size_t kh = 0; kh < a->k_h; kh++)
+        for (size_t kw = 0; kw < a->k_w; kw++)
+            taps[kh * a->k_w + kw] = (ptrdiff_t)(kh * a->dil_h * a->w_in + kw * a->dil_w);
+    kann_conv2d_packed_grid(a, ex, nr, ukr, sp, kann_cref(ex, a->x), (size_t)a->h_in * a->w_in,
+                            a->w_in, 0, taps, a->c_in);
+}
+
+/* The phase path, for strided convs: the input rows a tile reads, split by the strides into
+ * phase planes in its scratch (zero-padded, as kann_dw_band_plan lays out a depthwise band),
+ *   plane (pr, pc)[i][j] = x[c][(row0 + i) * s_h + pr - pad_top][j * s_w + pc - pad_left],
+ * so that tap (kh, kw) of output (row0 + i, ow) reads plane ((kh d_h) % s_h, (kw d_w) % s_w) at
+ * [i + (kh d_h) / s_h][ow + (kw d_w) / s_w]: a stride-1 grid of w_h = w_out + reach_c columns,
+ * every B element read in place as on the wide path, no K-fold gather. Only the phases some
+ * tap reads are filled (one for a 1x1 stride-2 conv). */
+typedef struct kann_conv_phases {
+    size_t w_h, rows, row0; /* plane columns and rows, the tile's first output row */
+    size_t n_planes;
+    uint32_t pr[KANN_CONV_MAX_TAPS], pc[KANN_CONV_MAX_TAPS];
+    ptrdiff_t taps[KANN_CONV_MAX_TAPS]; /* tap t = kh * k_w + kw: its offset in a channel */
+} kann_conv_phases;
+
+/* Reduction length below which the phase path loses to the gather: each strip's store walks
+ * its segments of the grid, which a short reduction does not pay for (3x3 stride-2 convs over
+ * RGB, K = 27: 0.59 ms gathered, 0.73 ms on phase planes; resnet18's 7x7 one, K = 147: 2.58 ms
+ * gathered, 1.86 ms on phase planes; one thread of the 2-core machine). */
+#define KANN_CONV_PHASE_MIN_K 96
+
+/* The phase layout of the tile [p_begin, p_end); 0 when the path does not apply: stride 1, too
+ * many taps or too short a reduction, a grid wasting more than a third of its columns, or
+ * planes that do not fit the tile's part of the scratch (from p_begin * K up to
+ * round_up(p_end) * K). */
+static inline int kann_conv2d_packed_phase_plan(const kann_conv2d_packed_args *a, size_t p_begin,
+                                                size_t p_end, kann_conv_phases *ph) {
+    size_t n_taps = (size_t)a->k_h * a->k_w;
+    if ((a->stride_h == 1 && a->stride_w == 1) || a->stride_h == 0 || a->stride_w == 0 ||
+        n_taps == 0 || n_taps > KANN_CONV_MAX_TAPS || a->w_out == 0 || p_begin >= p_end)
+        return 0;
+    uint64_t reach_r = (uint64_t)(a->k_h - 1) * a->dil_h / a->stride_h;
+    uint64_t reach_c = (uint64_t)(a->k_w - 1) * a->dil_w / a->stride_w;
+    uint64_t w_h = (uint64_t)a->w_out + reach_c;
+    if (3 * reach_c > w_h) return 0;
+    size_t row0 = p_begin / a->w_out, row1 = (p_end - 1) / a->w_out + 1;
+    uint64_t rows = (uint64_t)(row1 - row0) + reach_r;
+    size_t plane_of[KANN_CONV_MAX_TAPS];
+    ph->n_planes = 0;
+    for (size_t t = 0; t < n_taps; t++) {
+        uint64_t r = (uint64_t)(t / a->k_w) * a->dil_h, c = (uint64_t)(t % a->k_w) * a->dil_w;
+        uint32_t pr = (uint32_t)(r % a->stride_h), pc = (uint32_t)(c % a->stride_w);
+        size_t p = 0;
+        while (p < ph->n_planes && (ph->pr[p] != pr || ph->pc[p] != pc))
+            p++;
+        if (p == ph->n_planes) {
+            ph->pr[p] = pr;
+            ph->pc[p] = pc;
+            ph->n_planes++;
+        }
+        plane_of[t] = p;
+    }
+    uint64_t g = KANN_CONV_PIXEL_GRANULE, K = (uint64_t)a->c_in * n_taps;
+    if (K < KANN_CONV_PHASE_MIN_K) return 0;
+    uint64_t avail = ((p_end + g - 1) / g * g - p_begin) * K;
+    if ((uint64_t)a->c_in * ph->n_planes * rows * w_h > avail) return 0;
+    ph->w_h = (size_t)w_h;
+    ph->rows = (size_t)rows;
+    ph->row0 = row0;
+    for (size_t t = 0; t < n_taps; t++) {
+        size_t r = (size_t)(t / a->k_w) * a->dil_h, c = (size_t)(t % a->k_w) * a->dil_w;
+        ph->taps[t] = (ptrdiff_t)((plane_of[t] * ph->rows + r / a->stride_h) * ph->w_h +
+                                  c / a->stride_w);
+    }
+    return 1;
+}
+
+/* The phase path's loop nest: the planes of every channel into buf, then the grid. */
+static inline __attribute__((always_inline)) void
+kann_conv2d_packed_drive_phase(const kann_conv2d_packed_args *a, const kann_exec *ex, size_t nr,
+                               kann_conv_microkernel ukr, kann_conv_span sp,
+                               const kann_conv_phases *ph, float *buf) {
+    const float *x = kann_cref(ex, a->x);
+    size_t plane = ph->rows * ph->w_h, x_plane = (size_t)a->h_in * a->w_in;
+    float *d = buf;
+    for (size_t c = 0; c < a->c_in; c++) {
+        for (size_t p = 0; p < ph->n_planes; p++) {
+            int64_t iw0 = (int64_t)ph->pc[p] - a->pad_left;
+            for (size_t i = 0; i < ph->rows; i++, d += ph->w_h) {
+                int64_t ih = (int64_t)(ph->row0 + i) * a->stride_h + ph->pr[p] - a->pad_top;
+                if (ih < 0 || ih >= (int64_t)a->h_in)
+                    kann_fill_zero(d, ph->w_h);
+                else
+                    kann_row_copy(d, x + c * x_plane + (size_t)ih * a->w_in, iw0, a->stride_w,
+                                  a->w_in, ph->w_h);
+            }
+        }
+    }
+    kann_conv2d_packed_grid(a, ex, nr, ukr, sp, buf, ph->n_planes * plane, ph->w_h, ph->row0,
+                            ph->taps, a->c_in * ph->n_planes);
 }
 
 /* The loop nest of the pointwise and gather paths: pixel blocks; in each, the gather (unless
@@ -277,13 +395,21 @@ kann_conv2d_packed_drive_wide(const kann_conv2d_packed_args *a, const kann_exec 
 static inline __attribute__((always_inline)) void
 kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, size_t nr,
                          kann_conv_microkernel ukr) {
-    if (kann_conv2d_packed_wide(a)) {
-        kann_conv2d_packed_drive_wide(a, ex, nr, ukr);
-        return;
-    }
     size_t m_begin, m_end, p_begin, p_end;
     kann_conv2d_packed_range(a, &m_begin, &m_end, &p_begin, &p_end);
     if (m_begin >= m_end || p_begin >= p_end) return;
+    kann_conv_span sp = {m_begin, m_end, p_begin, p_end};
+    if (kann_conv2d_packed_wide(a)) {
+        kann_conv2d_packed_drive_wide(a, ex, nr, ukr, sp);
+        return;
+    }
+    kann_conv_phases ph;
+    if (kann_conv2d_packed_phase_plan(a, p_begin, p_end, &ph)) {
+        size_t K = (size_t)a->c_in * a->k_h * a->k_w;
+        kann_conv2d_packed_drive_phase(a, ex, nr, ukr, sp, &ph,
+                                       kann_mref(ex, a->scratch) + p_begin * K);
+        return;
+    }
     size_t hw = (size_t)a->h_out * a->w_out, K = (size_t)a->c_in * a->k_h * a->k_w;
     const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);

@@ -105,12 +105,8 @@ typedef void (*kann_dw_row_fn)(float *d0, float *d1, const float *x_row, int64_t
 /* The portable row copy: the valid run copied, the rest zeroed. */
 static inline void kann_dw_row(float *d0, float *d1, const float *x_row, int64_t iw0,
                                uint32_t stride, uint32_t w_in, size_t n) {
-    size_t lo, hi;
-    kann_valid_run(iw0, stride, w_in, n, &lo, &hi);
-    kann_fill_zero(d0, lo);
-    kann_copy_strided(d0 + lo, x_row + (iw0 + (int64_t)lo * stride), hi - lo, stride);
-    kann_fill_zero(d0 + hi, n - hi);
-    if (d1) kann_dw_row(d1, NULL, x_row, iw0 + 1, stride, w_in, n);
+    kann_row_copy(d0, x_row, iw0, stride, w_in, n);
+    if (d1) kann_row_copy(d1, x_row, iw0 + 1, stride, w_in, n);
 }
 
 /* The planes of the band of `rows` output rows from oh0, channel plane xc, into buf; row_fn

@@ -199,6 +199,15 @@ static int pad_for_wide(kann_conv2d_packed_args *a, const kann_exec *ex, const k
     return 1;
 }
 
+/* The path a conv2d_packed tile over all of a's pixels takes. */
+static const char *path_name(const kann_conv2d_packed_args *a) {
+    kann_conv_phases ph;
+    if (kann_conv2d_packed_wide(a)) return "wide";
+    if (kann_conv2d_packed_pointwise(a)) return "pointwise";
+    if (kann_conv2d_packed_phase_plan(a, 0, (size_t)a->h_out * a->w_out, &ph)) return "phase";
+    return "gather";
+}
+
 /* Runs one conv case on every variant (two complementary tiles on a random axis) and checks it
  * against the conv2d reference on the unpacked weights. */
 static void run_conv_case(const conv_case *cc) {
@@ -288,9 +297,7 @@ static void run_conv_case(const conv_case *cc) {
                  "conv c_in %u c_out %u %ux%u k %ux%u s %u d %u p %u act %u %s tile %u@%u",
                  cc->c_in, cc->c_out, cc->h_in, cc->w_in, cc->k_h, cc->k_w, cc->stride, cc->dil,
                  cc->pad, a.act.kind,
-                 kann_conv2d_packed_wide(&a)        ? "wide"
-                 : kann_conv2d_packed_pointwise(&a) ? "pointwise"
-                                                    : "gather",
+                 path_name(&a),
                  axis, cut);
         expect_close(at(r.y), at(a.y), cc->c_out * hw, what, vs[v].isa);
     }
@@ -353,6 +360,38 @@ static void test_conv2d_packed_wide_random(void **state) {
     assert_true(wide > 60); /* most cases took the wide path */
 }
 
+/* The phase path: strided convs (strides 2 and 3, windows up to 5x5, dilation, padding up to
+ * 3) with reductions long enough for it; tiles that start and end inside rows. */
+static void test_conv2d_packed_phase_random(void **state) {
+    (void)state;
+    rng_state = 2024;
+    int phase = 0;
+    for (int i = 0; i < 80; i++) {
+        conv_case cc;
+        cc.k_h = rng_range(1, 5);
+        cc.k_w = rng_range(1, 5);
+        cc.c_in = (uint32_t)(KANN_CONV_PHASE_MIN_K / (cc.k_h * cc.k_w)) + rng_range(1, 24);
+        cc.c_out = rng_range(1, 40);
+        cc.dil = rng_range(1, 3) == 1 ? 2 : 1;
+        cc.stride = rng_range(2, 3);
+        cc.pad = rng_range(0, 3);
+        cc.h_in = rng_range(cc.dil * (cc.k_h - 1) + 1, 24);
+        cc.w_in = rng_range(cc.dil * (cc.k_w - 1) + 1, 48);
+        cc.via_pad = 0;
+        run_conv_case(&cc);
+        kann_conv2d_packed_args a = {0};
+        a.c_in = cc.c_in;
+        a.k_h = cc.k_h;
+        a.k_w = cc.k_w;
+        a.stride_h = a.stride_w = cc.stride;
+        a.dil_h = a.dil_w = cc.dil;
+        a.h_out = (cc.h_in + 2 * cc.pad - cc.dil * (cc.k_h - 1) - 1) / cc.stride + 1;
+        a.w_out = (cc.w_in + 2 * cc.pad - cc.dil * (cc.k_w - 1) - 1) / cc.stride + 1;
+        phase += strcmp(path_name(&a), "phase") == 0;
+    }
+    assert_true(phase > 40); /* most cases took the phase path */
+}
+
 /* Shapes of the real models: long reductions, 7x7 and 13x13 planes, 3 input channels. */
 static void test_conv2d_packed_model_shapes(void **state) {
     (void)state;
@@ -377,6 +416,9 @@ static void test_conv2d_packed_model_shapes(void **state) {
         {600, 13, 14, 14, 1, 1, 1, 1, 0, 0},
         {512, 40, 13, 13, 1, 1, 1, 1, 0, 0},
         {70, 25, 3, 2, 1, 1, 1, 1, 0, 0},
+        /* strided, on phase planes: resnet18's layer3 3x3 and downsample 1x1 */
+        {128, 40, 28, 28, 3, 3, 2, 1, 1, 0},
+        {256, 30, 14, 14, 1, 1, 2, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_conv_case(&cases[i]);
@@ -772,6 +814,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv2d_packed_random),
         cmocka_unit_test(test_conv2d_packed_wide_random),
+        cmocka_unit_test(test_conv2d_packed_phase_random),
         cmocka_unit_test(test_conv2d_packed_model_shapes),
         cmocka_unit_test(test_conv2d_packed_validate),
         cmocka_unit_test(test_pad2d_validate),
