@@ -312,21 +312,27 @@ typedef struct kann_conv_phases {
     ptrdiff_t taps[KANN_CONV_MAX_TAPS]; /* tap t = kh * k_w + kw: its offset in a channel */
 } kann_conv_phases;
 
-/* Reduction length below which the phase path loses to the gather: each strip's store walks
- * its segments of the grid, which a short reduction does not pay for (3x3 stride-2 convs over
- * RGB, K = 27: 0.59 ms gathered, 0.73 ms on phase planes; resnet18's 7x7 one, K = 147: 2.58 ms
- * gathered, 1.86 ms on phase planes; one thread of the 2-core machine). */
+/* Where the phase path beats the gather (one thread of the 2-core machine, medians): a
+ * reduction of at least KANN_CONV_PHASE_MIN_K, since each strip's store walks its segments of
+ * the grid (3x3 stride 2 over RGB, K = 27: 0.59 ms gathered, 0.73 ms on planes; resnet18's 7x7
+ * stride-2 conv, K = 147: 2.17 -> 1.86 ms; its 3x3 stride-2 ones on 28x28 and 14x14 outputs
+ * 3 % and 8 % faster); more than one tap (a 1x1 window's gather is one strided copy per
+ * channel: 0.10 ms gathered, 0.12 ms on planes for 128 -> 256 channels); outputs at least
+ * KANN_CONV_PHASE_MIN_W wide (the 7x7 output of a 3x3 stride-2 conv spreads 49 pixels over a
+ * grid of 56, 32 + 24 columns: 1.06 ms gathered, 1.16 ms on planes). */
 #define KANN_CONV_PHASE_MIN_K 96
+#define KANN_CONV_PHASE_MIN_W 8
 
-/* The phase layout of the tile [p_begin, p_end); 0 when the path does not apply: stride 1, too
- * many taps or too short a reduction, a grid wasting more than a third of its columns, or
- * planes that do not fit the tile's part of the scratch (from p_begin * K up to
- * round_up(p_end) * K). */
+/* The phase layout of the tile [p_begin, p_end); 0 when the path does not apply: stride 1, a
+ * 1x1 window or more taps than the offset table holds, too short a reduction, too narrow an
+ * output or a grid wasting more than a third of its columns, or planes that do not fit the
+ * tile's part of the scratch (from p_begin * K up to round_up(p_end) * K). */
 static inline int kann_conv2d_packed_phase_plan(const kann_conv2d_packed_args *a, size_t p_begin,
                                                 size_t p_end, kann_conv_phases *ph) {
     size_t n_taps = (size_t)a->k_h * a->k_w;
     if ((a->stride_h == 1 && a->stride_w == 1) || a->stride_h == 0 || a->stride_w == 0 ||
-        n_taps == 0 || n_taps > KANN_CONV_MAX_TAPS || a->w_out == 0 || p_begin >= p_end)
+        n_taps < 2 || n_taps > KANN_CONV_MAX_TAPS || a->w_out < KANN_CONV_PHASE_MIN_W ||
+        p_begin >= p_end)
         return 0;
     uint64_t reach_r = (uint64_t)(a->k_h - 1) * a->dil_h / a->stride_h;
     uint64_t reach_c = (uint64_t)(a->k_w - 1) * a->dil_w / a->stride_w;

@@ -360,8 +360,8 @@ static void test_conv2d_packed_wide_random(void **state) {
     assert_true(wide > 60); /* most cases took the wide path */
 }
 
-/* The phase path: strided convs (strides 2 and 3, windows up to 5x5, dilation, padding up to
- * 3) with reductions long enough for it; tiles that start and end inside rows. */
+/* The phase path: strided convs (strides 2 and 3, windows of 2 to 25 taps, dilation, padding
+ * up to 3) with reductions long enough for it; tiles that start and end inside rows. */
 static void test_conv2d_packed_phase_random(void **state) {
     (void)state;
     rng_state = 2024;
@@ -369,14 +369,17 @@ static void test_conv2d_packed_phase_random(void **state) {
     for (int i = 0; i < 80; i++) {
         conv_case cc;
         cc.k_h = rng_range(1, 5);
-        cc.k_w = rng_range(1, 5);
+        cc.k_w = rng_range(cc.k_h == 1 ? 2 : 1, 5);
         cc.c_in = (uint32_t)(KANN_CONV_PHASE_MIN_K / (cc.k_h * cc.k_w)) + rng_range(1, 24);
         cc.c_out = rng_range(1, 40);
         cc.dil = rng_range(1, 3) == 1 ? 2 : 1;
         cc.stride = rng_range(2, 3);
         cc.pad = rng_range(0, 3);
         cc.h_in = rng_range(cc.dil * (cc.k_h - 1) + 1, 24);
-        cc.w_in = rng_range(cc.dil * (cc.k_w - 1) + 1, 48);
+        /* mostly outputs at least KANN_CONV_PHASE_MIN_W wide, some narrower (gathered) */
+        cc.w_in = rng_range(i % 8 ? KANN_CONV_PHASE_MIN_W * cc.stride + cc.dil * (cc.k_w - 1)
+                                  : cc.dil * (cc.k_w - 1) + 1,
+                            48);
         cc.via_pad = 0;
         run_conv_case(&cc);
         kann_conv2d_packed_args a = {0};
@@ -416,7 +419,7 @@ static void test_conv2d_packed_model_shapes(void **state) {
         {600, 13, 14, 14, 1, 1, 1, 1, 0, 0},
         {512, 40, 13, 13, 1, 1, 1, 1, 0, 0},
         {70, 25, 3, 2, 1, 1, 1, 1, 0, 0},
-        /* strided, on phase planes: resnet18's layer3 3x3 and downsample 1x1 */
+        /* strided: resnet18's layer3 3x3 (phase planes) and downsample 1x1 (gathered) */
         {128, 40, 28, 28, 3, 3, 2, 1, 1, 0},
         {256, 30, 14, 14, 1, 1, 2, 1, 0, 0},
     };
