@@ -298,6 +298,30 @@ kann_conv2d_packed_drive_wide(const kann_conv2d_packed_args *a, const kann_exec 
                             a->w_in, 0, taps, a->c_in);
 }
 
+/* The phases (row mod s_h, column mod s_w) that the taps of a k_h x k_w window with dilations
+ * d_h, d_w read, in tap order (a row phase's column phases come out adjacent): pr[p], pc[p]
+ * for p below the returned count, plane_of[t] the phase of tap t = kh * k_w + kw (k_h * k_w
+ * at most KANN_CONV_MAX_TAPS, strides not zero). */
+static inline size_t kann_tap_phases(uint32_t k_h, uint32_t k_w, uint32_t d_h, uint32_t d_w,
+                                     uint32_t s_h, uint32_t s_w, uint32_t *pr, uint32_t *pc,
+                                     size_t *plane_of) {
+    size_t n = 0, n_taps = (size_t)k_h * k_w;
+    for (size_t t = 0; t < n_taps; t++) {
+        uint64_t r = (uint64_t)(t / k_w) * d_h, c = (uint64_t)(t % k_w) * d_w;
+        uint32_t tr = (uint32_t)(r % s_h), tc = (uint32_t)(c % s_w);
+        size_t p = 0;
+        while (p < n && (pr[p] != tr || pc[p] != tc))
+            p++;
+        if (p == n) {
+            pr[p] = tr;
+            pc[p] = tc;
+            n++;
+        }
+        plane_of[t] = p;
+    }
+    return n;
+}
+
 /* The phase path, for strided convs: the input rows a tile reads, split by the strides into
  * phase planes in its scratch (zero-padded, as kann_dw_band_plan lays out a depthwise band),
  *   plane (pr, pc)[i][j] = x[c][(row0 + i) * s_h + pr - pad_top][j * s_w + pc - pad_left],
@@ -341,20 +365,8 @@ static inline int kann_conv2d_packed_phase_plan(const kann_conv2d_packed_args *a
     size_t row0 = p_begin / a->w_out, row1 = (p_end - 1) / a->w_out + 1;
     uint64_t rows = (uint64_t)(row1 - row0) + reach_r;
     size_t plane_of[KANN_CONV_MAX_TAPS];
-    ph->n_planes = 0;
-    for (size_t t = 0; t < n_taps; t++) {
-        uint64_t r = (uint64_t)(t / a->k_w) * a->dil_h, c = (uint64_t)(t % a->k_w) * a->dil_w;
-        uint32_t pr = (uint32_t)(r % a->stride_h), pc = (uint32_t)(c % a->stride_w);
-        size_t p = 0;
-        while (p < ph->n_planes && (ph->pr[p] != pr || ph->pc[p] != pc))
-            p++;
-        if (p == ph->n_planes) {
-            ph->pr[p] = pr;
-            ph->pc[p] = pc;
-            ph->n_planes++;
-        }
-        plane_of[t] = p;
-    }
+    ph->n_planes = kann_tap_phases(a->k_h, a->k_w, a->dil_h, a->dil_w, a->stride_h, a->stride_w,
+                                   ph->pr, ph->pc, plane_of);
     uint64_t g = KANN_CONV_PIXEL_GRANULE, K = (uint64_t)a->c_in * n_taps;
     if (K < KANN_CONV_PHASE_MIN_K) return 0;
     uint64_t avail = ((p_end + g - 1) / g * g - p_begin) * K;

@@ -66,20 +66,8 @@ static inline int kann_dw_band_plan(const kann_dwconv2d_args *a, kann_dw_band *b
      * returns at once */
     if (w_h == 0 || w_h > KANN_DW_BAND_FLOATS || reach_r > KANN_DW_BAND_FLOATS) return 0;
     size_t plane_of[KANN_DW_MAX_TAPS];
-    b->n_planes = 0;
-    for (size_t t = 0; t < n_taps; t++) {
-        uint64_t r = (uint64_t)(t / a->k_w) * a->dil_h, c = (uint64_t)(t % a->k_w) * a->dil_w;
-        uint32_t pr = (uint32_t)(r % a->stride_h), pc = (uint32_t)(c % a->stride_w);
-        size_t p = 0;
-        while (p < b->n_planes && (b->pr[p] != pr || b->pc[p] != pc))
-            p++;
-        if (p == b->n_planes) {
-            b->pr[p] = pr;
-            b->pc[p] = pc;
-            b->n_planes++;
-        }
-        plane_of[t] = p;
-    }
+    b->n_planes = kann_tap_phases(a->k_h, a->k_w, a->dil_h, a->dil_w, a->stride_h, a->stride_w,
+                                  b->pr, b->pc, plane_of);
     size_t avail = KANN_DW_BAND_FLOATS / b->n_planes, slack = KANN_DW_SLACK + (size_t)reach_c;
     if (avail < slack + (reach_r + 1) * w_h) return 0;
     b->w_h = (size_t)w_h;
