@@ -25,6 +25,23 @@ typedef struct conv_window {
     uint32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
 } conv_window;
 
+/* The window fields of a conv argument struct (conv2d or conv2d_packed) from c. */
+#define SET_WINDOW(a, c)                                                                           \
+    do {                                                                                           \
+        (a).h_in = (c).h_in;                                                                       \
+        (a).w_in = (c).w_in;                                                                       \
+        (a).h_out = (c).h_out;                                                                     \
+        (a).w_out = (c).w_out;                                                                     \
+        (a).k_h = (c).k_h;                                                                         \
+        (a).k_w = (c).k_w;                                                                         \
+        (a).stride_h = (c).stride_h;                                                               \
+        (a).stride_w = (c).stride_w;                                                               \
+        (a).dil_h = (c).dil_h;                                                                     \
+        (a).dil_w = (c).dil_w;                                                                     \
+        (a).pad_top = (c).pad_top;                                                                 \
+        (a).pad_left = (c).pad_left;                                                               \
+    } while (0)
+
 static kann_act random_act(kt *k) {
     kann_act a = {kt_range(k, 0, KANN_ACT_COUNT - 1), kt_float(k, 0.2f, 1.2f), 0.0f, 0};
     a.beta = a.alpha + kt_float(k, 0.5f, 2.0f);
@@ -80,19 +97,8 @@ static void packed_case(uint64_t seed, int kind, uint32_t max_c, uint32_t max_w)
     kann_conv2d_packed_args a;
     memset(&a, 0, sizeof a);
     a.c_in = c.c_in;
-    a.h_in = c.h_in;
-    a.w_in = c.w_in;
     a.c_out = kt_range(&k, 1, 30);
-    a.h_out = c.h_out;
-    a.w_out = c.w_out;
-    a.k_h = c.k_h;
-    a.k_w = c.k_w;
-    a.stride_h = c.stride_h;
-    a.stride_w = c.stride_w;
-    a.dil_h = c.dil_h;
-    a.dil_w = c.dil_w;
-    a.pad_top = c.pad_top;
-    a.pad_left = c.pad_left;
+    SET_WINDOW(a, c);
     a.act = random_act(&k);
     size_t hw = (size_t)a.h_out * a.w_out, K = (size_t)a.c_in * a.k_h * a.k_w;
     size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
@@ -132,18 +138,7 @@ static void conv2d_case(uint64_t seed, int kind, int depthwise) {
     a.group = depthwise ? kt_range(&k, 1, 24) : kt_range(&k, 0, 1) ? 1 : kt_range(&k, 1, 3);
     a.c_in = a.group * c.c_in;
     a.c_out = a.group * (depthwise ? 1 : kt_range(&k, 1, 10));
-    a.h_in = c.h_in;
-    a.w_in = c.w_in;
-    a.h_out = c.h_out;
-    a.w_out = c.w_out;
-    a.k_h = c.k_h;
-    a.k_w = c.k_w;
-    a.stride_h = c.stride_h;
-    a.stride_w = c.stride_w;
-    a.dil_h = c.dil_h;
-    a.dil_w = c.dil_w;
-    a.pad_top = c.pad_top;
-    a.pad_left = c.pad_left;
+    SET_WINDOW(a, c);
     a.act = random_act(&k);
     size_t hw = (size_t)a.h_out * a.w_out;
     a.x = kt_input_f32(&k, (size_t)a.n * a.c_in * a.h_in * a.w_in, -2.0f, 2.0f);
