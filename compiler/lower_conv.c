@@ -69,30 +69,48 @@ static int winograd_pays(const kann_conv2d_args *c2) {
            tiles >= KANN_CONV_PIXEL_GRANULE;
 }
 
-/* U = G g G^T of every 3x3 kernel of W [c_out][c_in][3][3], in the layout of
- * kann_conv2d_winograd_args: 16 positions of [c_out / 12][c_in][12] panels, channels past
+/* The tiles of a Winograd conv: F(4x4, 3x3) where KANN_WINO_F4 (environment, for measuring)
+ * says so, else F(2x2, 3x3). */
+static kann_wino_transform winograd_transform(const kann_conv2d_args *c2) {
+    (void)c2;
+    const char *f4 = getenv("KANN_WINO_F4");
+    return f4 && *f4 == '1' ? KANN_WINO_F4X4 : KANN_WINO_F2X2;
+}
+
+/* U = G g G^T of every 3x3 kernel of W [c_out][c_in][3][3] for the transform t, in the layout
+ * of kann_conv2d_winograd_args: P positions of [c_out / 12][c_in][12] panels, channels past
  * c_out zero. Accumulated in double so that U is the exact transform rounded once. */
-static int pack_winograd_weights(kc_graph *g, int w, uint32_t c_out, uint32_t c_in) {
-    static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+static int pack_winograd_weights(kc_graph *g, int w, uint32_t c_out, uint32_t c_in,
+                                 kann_wino_transform t) {
+    static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    static const double G4[6][3] = {{1.0 / 4, 0, 0},
+                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                    {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                    {0, 0, 1}};
+    const double(*G)[3] = t == KANN_WINO_F4X4 ? G4 : G2;
+    size_t edge = t == KANN_WINO_F4X4 ? 6 : 4, positions = edge * edge;
     const kc_value *wv = kc_val(g, w);
     size_t panels = (c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
-    float *u = calloc(16 * panels * c_in * KANN_CONV_PANEL, sizeof(float));
+    float *u = calloc(positions * panels * c_in * KANN_CONV_PANEL, sizeof(float));
     if (!u) abort();
     const float *src = wv->data;
     for (size_t m = 0; m < c_out; m++)
         for (size_t c = 0; c < c_in; c++) {
             const float *k = src + (m * c_in + c) * 9;
-            for (size_t i = 0; i < 4; i++)
-                for (size_t j = 0; j < 4; j++) {
+            for (size_t i = 0; i < edge; i++)
+                for (size_t j = 0; j < edge; j++) {
                     double sum = 0.0;
                     for (size_t a = 0; a < 3; a++)
                         for (size_t b = 0; b < 3; b++)
                             sum += G[i][a] * k[a * 3 + b] * G[j][b];
-                    u[(((i * 4 + j) * panels + m / KANN_CONV_PANEL) * c_in + c) * KANN_CONV_PANEL +
+                    u[(((i * edge + j) * panels + m / KANN_CONV_PANEL) * c_in + c) *
+                          KANN_CONV_PANEL +
                       m % KANN_CONV_PANEL] = (float)sum;
                 }
         }
-    int64_t dims[4] = {16, (int64_t)panels, (int64_t)c_in, KANN_CONV_PANEL};
+    int64_t dims[4] = {(int64_t)positions, (int64_t)panels, (int64_t)c_in, KANN_CONV_PANEL};
     int v = kc_new_const_f32(g, kc_sprintf(g, "%s.winograd", wv->name), 4, dims, u);
     free(u);
     return v;
@@ -103,8 +121,10 @@ static int pack_winograd_weights(kc_graph *g, int w, uint32_t c_out, uint32_t c_
 static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
-    int u = pack_winograd_weights(g, w, c2->c_out, c2->c_in);
+    kann_wino_transform t = winograd_transform(c2);
+    int u = pack_winograd_weights(g, w, c2->c_out, c2->c_in, t);
     kann_conv2d_winograd_args args = {0}, *a = &args;
+    a->transform = t;
     a->c_in = c2->c_in;
     a->c_out = c2->c_out;
     a->h_out = c2->h_out;
@@ -117,10 +137,10 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
         a->w_in = c2->w_out + 2;
         x = pad_input(g, p, id, x, c2, a->h_in, a->w_in);
     }
-    int64_t gran = KANN_CONV_PIXEL_GRANULE;
-    int64_t tiles = (int64_t)(a->h_out + 1) / 2 * ((a->w_out + 1) / 2);
-    int scratch = kc_new_scratch(g, "winograd_tiles",
-                                 16 * (int64_t)a->c_in * ((tiles + gran - 1) / gran * gran));
+    int64_t gran = KANN_CONV_PIXEL_GRANULE, e = t == KANN_WINO_F4X4 ? 4 : 2;
+    int64_t tiles = (int64_t)(a->h_out + e - 1) / e * ((a->w_out + e - 1) / e);
+    int scratch = kc_new_scratch(g, "winograd_tiles", (e + 2) * (e + 2) * (int64_t)a->c_in *
+                                                          ((tiles + gran - 1) / gran * gran));
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_WINOGRAD, id);
     *(kann_conv2d_winograd_args *)c->args = args;
     kc_bind(c, offsetof(kann_conv2d_winograd_args, x), x, 0, 0);

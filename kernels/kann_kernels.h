@@ -256,26 +256,36 @@ typedef struct kann_conv2d_packed_args {
 } kann_conv2d_packed_args;
 
 /* conv2d_winograd: a 3x3, stride-1, dilation-1, group-1 conv of one image over an input padded
- * beforehand (kernel pad2d), by Winograd F(2x2, 3x3):
+ * beforehand (kernel pad2d), by Winograd F(e x e, 3x3) with output tiles of edge e = 2 or 4:
  *   y[m][oh][ow] = act(sum_{c,kh,kw} W[m][c][kh][kw] * x[c][oh + kh][ow + kw] + bias[m]
  *                      + residual[m][oh][ow]),  x[c][i][j] = 0 for i >= h_in or j >= w_in,
  * with h_in >= h_out + 2 and w_in >= w_out + 2 (x is read as zero past its edge only by the
- * extra row or column of a ragged last tile, when h_out or w_out is odd).
- * Output tiles are 2x2: t = th * tiles_w + tw, tiles_w = ceil(w_out / 2), T = tiles_h * tiles_w.
- * u holds the transformed weights U = G g G^T, 16 positions (4x4, row-major) of panels of
+ * extra rows or columns of a ragged last tile, when h_out or w_out is not a multiple of e).
+ * transform picks the tiles: KANN_WINO_F2X2 (e = 2: 4x4 input tiles, P = 16 positions) or
+ * KANN_WINO_F4X4 (e = 4: 6x6 input tiles, P = 36 positions; the transforms of Lavin and Gray
+ * on the points 0, +-1, +-2, infinity).
+ * Output tiles: t = th * tiles_w + tw, tiles_w = ceil(w_out / e), T = ceil(h_out / e) * tiles_w.
+ * u holds the transformed weights U = G g G^T, P positions (row-major) of panels of
  * KANN_CONV_PANEL output channels: u[((pos * panels + m / 12) * c_in + c) * 12 + m % 12],
- * channels past c_out zero. scratch holds the transformed input tiles: 16 * c_in floats per
+ * channels past c_out zero. scratch holds the transformed input tiles: P * c_in floats per
  * tile, T rounded up to KANN_CONV_PIXEL_GRANULE tiles, of which a tile writes only the part
  * of its own tiles (axis 1); a split along axis 0 would make streams write the same scratch
  * bytes, so the compiler splits along tiles only (the layout inside is private to the variant).
  * Tile axes: 0 = output channels (begin a multiple of KANN_CONV_PANEL), 1 = output tiles t
  * (begin a multiple of KANN_CONV_PIXEL_GRANULE). */
+typedef enum kann_wino_transform {
+    KANN_WINO_F2X2 = 0, /* F(2x2, 3x3) */
+    KANN_WINO_F4X4 = 1, /* F(4x4, 3x3) */
+    KANN_WINO_TRANSFORM_COUNT
+} kann_wino_transform;
+
 typedef struct kann_conv2d_winograd_args {
     kann_tile tile;
     kann_ref x, u, bias, residual, y, scratch;
     uint32_t c_in, h_in, w_in, c_out;
     uint32_t h_out, w_out;
-    uint32_t reserved[2]; /* zero */
+    uint32_t transform; /* kann_wino_transform */
+    uint32_t reserved;  /* zero */
     kann_act act;
 } kann_conv2d_winograd_args;
 

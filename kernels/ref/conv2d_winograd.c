@@ -1,5 +1,5 @@
-/* conv2d_winograd reference kernel (Winograd F(2x2, 3x3) with a portable C GEMM per position)
- * and its validator. */
+/* conv2d_winograd reference kernel (Winograd F(2x2, 3x3) or F(4x4, 3x3) with a portable C GEMM
+ * per position) and its validator. */
 #include "ref/conv2d_winograd.h"
 #include "kann_kernels.h"
 #include "kann_msg.h"
@@ -25,12 +25,15 @@ void kann_f32_conv2d_winograd_ref(const void *args, const kann_exec *ex) {
 kann_status kann_conv2d_winograd_validate(const void *args, const kann_bounds *b, kann_error *err) {
     const kann_conv2d_winograd_args *a = args;
     kann_status s;
-    if (a->reserved[0] != 0 || a->reserved[1] != 0)
-        return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_winograd: reserved fields are not zero");
+    if (a->reserved != 0)
+        return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_winograd: reserved field is not zero");
+    if (a->transform >= KANN_WINO_TRANSFORM_COUNT)
+        return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_winograd: unknown transform");
     if ((uint64_t)a->h_out + 2 > a->h_in || (uint64_t)a->w_out + 2 > a->w_in)
         return kann_msg_set(err, KANN_E_CORRUPT,
                             "conv2d_winograd: the 3x3 windows do not fit the padded input");
-    uint32_t tile_dims[2] = {a->h_out / 2 + a->h_out % 2, a->w_out / 2 + a->w_out % 2};
+    uint32_t e = (uint32_t)kann_wino_edge(a), positions = (uint32_t)kann_wino_positions(a);
+    uint32_t tile_dims[2] = {a->h_out / e + (a->h_out % e != 0), a->w_out / e + (a->w_out % e != 0)};
     uint32_t hw_dims[2] = {a->h_out, a->w_out}, T, hw;
     if (!kann_count_fits_u32(tile_dims, 2, &T) || !kann_count_fits_u32(hw_dims, 2, &hw))
         return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_winograd: pixel count overflows");
@@ -47,11 +50,11 @@ kann_status kann_conv2d_winograd_validate(const void *args, const kann_bounds *b
         return KANN_E_CORRUPT;
     }
     uint32_t panels = a->c_out / KANN_CONV_PANEL + (a->c_out % KANN_CONV_PANEL != 0);
-    uint32_t u_dims[4] = {16, panels, a->c_in, KANN_CONV_PANEL};
+    uint32_t u_dims[4] = {positions, panels, a->c_in, KANN_CONV_PANEL};
     uint32_t x_dims[3] = {a->c_in, a->h_in, a->w_in};
     uint32_t y_dims[2] = {a->c_out, hw};
     uint32_t g = KANN_CONV_PIXEL_GRANULE;
-    uint32_t s_dims[4] = {T / g + (T % g != 0), 16, a->c_in, g};
+    uint32_t s_dims[4] = {T / g + (T % g != 0), positions, a->c_in, g};
     if ((s = kann_check_dense(b, a->x, x_dims, 3, 0, 0, "conv2d_winograd x", err)) != KANN_OK ||
         (s = kann_check_dense(b, a->u, u_dims, 4, 0, 0, "conv2d_winograd u", err)) != KANN_OK ||
         (s = kann_check_dense(b, a->bias, &a->c_out, 1, 0, 1, "conv2d_winograd bias", err)) !=

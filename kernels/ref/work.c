@@ -25,8 +25,10 @@ double kann_record_macs(uint32_t kernel, const void *args) {
     case KANN_KERNEL_F32_CONV2D_WINOGRAD: {
         const kann_conv2d_winograd_args *a = args;
         double pixels = (double)a->h_out * a->w_out;
-        if (a->tile.axis == 1) { /* 2x2 output tiles; only the grid's edge tiles are partial */
-            double tiles = ((double)a->h_out + 1) / 2 * (((double)a->w_out + 1) / 2);
+        if (a->tile.axis == 1) { /* e x e output tiles; only the grid's edge tiles are partial */
+            uint64_t e = a->transform == KANN_WINO_F4X4 ? 4 : 2;
+            double tiles = (double)(((uint64_t)a->h_out + e - 1) / e) *
+                           (double)(((uint64_t)a->w_out + e - 1) / e);
             double end = a->tile.end < tiles ? a->tile.end : tiles;
             pixels *= end > a->tile.begin ? (end - a->tile.begin) / tiles : 0.0;
         }

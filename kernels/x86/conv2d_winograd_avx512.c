@@ -68,6 +68,10 @@ static inline __mmask16 first_lanes(int64_t k) {
 
 static void input_block(const kann_conv2d_winograd_args *a, const float *x, size_t q0, size_t n,
                         float *v) {
+    if (a->transform == KANN_WINO_F4X4) {
+        kann_wino_input_block(a, x, q0, n, v);
+        return;
+    }
     tile_run runs[KANN_WINO_BLOCK];
     size_t n_runs = block_runs(a, q0, n, runs), ps = (size_t)a->c_in * KANN_WINO_BLOCK;
     size_t plane = (size_t)a->h_in * a->w_in, w_in = a->w_in;
@@ -129,6 +133,10 @@ static void input_block(const kann_conv2d_winograd_args *a, const float *x, size
 
 static void output_block(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
                          size_t m0, size_t mr, const float *bias, const float *res, float *y) {
+    if (a->transform == KANN_WINO_F4X4) {
+        kann_wino_output_block(a, mb, q0, n, m0, mr, bias, res, y);
+        return;
+    }
     tile_run runs[KANN_WINO_BLOCK];
     size_t n_runs = block_runs(a, q0, n, runs), hw = (size_t)a->h_out * a->w_out;
     size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;

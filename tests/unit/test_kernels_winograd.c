@@ -1,4 +1,4 @@
-/* conv2d_winograd (Winograd F(2x2, 3x3)): every CPU variant this machine runs against a direct
+/* conv2d_winograd (Winograd F(2x2, 3x3) and F(4x4, 3x3)): every CPU variant this machine runs against a direct
  * 3x3 conv on random shapes (odd sizes, ragged channel panels, inputs wider than the windows),
  * every activation, bias and residual, split into complementary tiles on either axis; the
  * validator on good and bad arguments, and on random argument bytes (whatever it accepts runs
@@ -34,23 +34,30 @@ static float *at(kann_ref r) {
     return arena + r.offset / sizeof(float);
 }
 
-/* U = G g G^T of each 3x3 kernel, in the panel layout of kann_conv2d_winograd_args. */
-static void transform_weights(const float *w, uint32_t c_out, uint32_t c_in, float *u) {
-    static const float G[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+/* U = G g G^T of each 3x3 kernel for the transform t, in the panel layout of
+ * kann_conv2d_winograd_args. */
+static void transform_weights(const float *w, uint32_t c_out, uint32_t c_in,
+                              kann_wino_transform t, float *u) {
+    static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    static const double G4[6][3] = {{0.25, 0, 0},          {-1 / 6.0, -1 / 6.0, -1 / 6.0},
+                                    {-1 / 6.0, 1 / 6.0, -1 / 6.0}, {1 / 24.0, 1 / 12.0, 1 / 6.0},
+                                    {1 / 24.0, -1 / 12.0, 1 / 6.0}, {0, 0, 1}};
+    const double(*G)[3] = t == KANN_WINO_F4X4 ? G4 : G2;
+    size_t edge = t == KANN_WINO_F4X4 ? 6 : 4;
     size_t panels = (c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
-    memset(u, 0, 16 * panels * c_in * KANN_CONV_PANEL * sizeof(float));
+    memset(u, 0, edge * edge * panels * c_in * KANN_CONV_PANEL * sizeof(float));
     for (size_t m = 0; m < c_out; m++)
         for (size_t c = 0; c < c_in; c++) {
             const float *g = w + (m * c_in + c) * 9;
-            for (size_t i = 0; i < 4; i++)
-                for (size_t j = 0; j < 4; j++) {
-                    float s = 0.0f;
+            for (size_t i = 0; i < edge; i++)
+                for (size_t j = 0; j < edge; j++) {
+                    double s = 0.0;
                     for (size_t a = 0; a < 3; a++)
                         for (size_t b = 0; b < 3; b++)
                             s += G[i][a] * g[a * 3 + b] * G[j][b];
-                    size_t p = i * 4 + j;
+                    size_t p = i * edge + j;
                     u[((p * panels + m / KANN_CONV_PANEL) * c_in + c) * KANN_CONV_PANEL +
-                      m % KANN_CONV_PANEL] = s;
+                      m % KANN_CONV_PANEL] = (float)s;
                 }
         }
 }
@@ -66,9 +73,10 @@ static kann_act random_act(void) {
     return a;
 }
 
-/* Direct 3x3 conv in double: y and the sum of the absolute terms (the error scale). */
+/* Direct 3x3 conv in double: y, the value before the activation and the sum of the absolute
+ * terms (the error scale). */
 static void direct(const kann_conv2d_winograd_args *a, const float *w, const float *x,
-                   const float *bias, const float *res, float *y, double *scale) {
+                   const float *bias, const float *res, float *y, double *pre, double *scale) {
     size_t hw = (size_t)a->h_out * a->w_out;
     for (size_t m = 0; m < a->c_out; m++)
         for (size_t oh = 0; oh < a->h_out; oh++)
@@ -88,27 +96,31 @@ static void direct(const kann_conv2d_winograd_args *a, const float *w, const flo
                     mag += fabs(res[i]);
                 }
                 y[i] = kann_act_apply(&a->act, (float)s);
+                pre[i] = s;
                 scale[i] = mag;
             }
 }
 
-static void run_case(int with_bias, int with_res) {
+static void run_case(kann_wino_transform transform, int with_bias, int with_res) {
     kann_conv2d_winograd_args a;
     memset(&a, 0, sizeof a);
     a.c_in = rng_range(1, 40);
     a.c_out = rng_range(1, 30);
-    a.h_out = rng_range(1, 13);
-    a.w_out = rng_range(1, 19);
+    /* F(4x4): up to 3 blocks of tiles and tile rows of more than 16 tiles */
+    a.h_out = rng_range(1, transform == KANN_WINO_F4X4 ? 26 : 13);
+    a.w_out = rng_range(1, transform == KANN_WINO_F4X4 ? 70 : 19);
     a.h_in = a.h_out + 2 + rng_range(0, 2);
     a.w_in = a.w_out + 2 + rng_range(0, 2);
     a.act = random_act();
+    a.transform = transform;
+    size_t e = transform == KANN_WINO_F4X4 ? 4 : 2, positions = (e + 2) * (e + 2);
     size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
-    size_t hw = (size_t)a.h_out * a.w_out, T = (size_t)(a.h_out + 1) / 2 * ((a.w_out + 1) / 2);
+    size_t hw = (size_t)a.h_out * a.w_out, T = (a.h_out + e - 1) / e * ((a.w_out + e - 1) / e);
     size_t T_round =
         (T + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE * KANN_CONV_PIXEL_GRANULE;
     size_t n_x = (size_t)a.c_in * a.h_in * a.w_in, n_w = (size_t)a.c_out * a.c_in * 9;
-    size_t n_u = 16 * panels * a.c_in * KANN_CONV_PANEL, n_y = a.c_out * hw;
-    size_t n_s = 16 * a.c_in * T_round;
+    size_t n_u = positions * panels * a.c_in * KANN_CONV_PANEL, n_y = a.c_out * hw;
+    size_t n_s = positions * a.c_in * T_round;
     size_t cap = n_x + n_w + n_u + a.c_out + 3 * n_y + n_s + 16 * 8;
     arena = aligned_alloc(64, (cap * sizeof(float) + 63) / 64 * 64);
     assert_non_null(arena);
@@ -124,11 +136,12 @@ static void run_case(int with_bias, int with_res) {
     float *base = arena;
     for (size_t i = 0; i < arena_used; i++)
         base[i] = rng_float(-1.0f, 1.0f);
-    transform_weights(at(w), a.c_out, a.c_in, at(a.u));
-    double *scale = malloc(n_y * sizeof(double));
+    transform_weights(at(w), a.c_out, a.c_in, transform, at(a.u));
+    double *scale = malloc(n_y * sizeof(double)), *pre = malloc(n_y * sizeof(double));
     assert_non_null(scale);
+    assert_non_null(pre);
     direct(&a, at(w), at(a.x), with_bias ? at(a.bias) : NULL, with_res ? at(a.residual) : NULL,
-           at(want), scale);
+           at(want), pre, scale);
     kann_bounds bd = {arena_used * sizeof(float), arena_used * sizeof(float)};
     kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena};
     kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
@@ -154,14 +167,19 @@ static void run_case(int with_bias, int with_res) {
             float got = at(a.y)[i], ref = at(want)[i];
             double tol = 1e-5 * (scale[i] + 1.0);
             if (a.act.kind != KANN_ACT_NONE && a.act.kind != KANN_ACT_RELU) tol *= 4.0;
-            if (!(fabs((double)got - ref) <= tol))
-                fail_msg("%s: c_in %u c_out %u %ux%u (in %ux%u) act %u: element %zu is %g, the "
-                         "direct conv says %g",
-                         vs[v].isa, a.c_in, a.c_out, a.h_out, a.w_out, a.h_in, a.w_in, a.act.kind,
+            /* a value within rounding of the step of thresholded ReLU may land on either side */
+            int near_step = a.act.kind == KANN_ACT_THRESHOLDED_RELU &&
+                            fabs(pre[i] - a.act.alpha) <= tol &&
+                            (got == 0.0f || fabs((double)got - pre[i]) <= tol);
+            if (!near_step && !(fabs((double)got - ref) <= tol))
+                fail_msg("%s F(%zux%zu): c_in %u c_out %u %ux%u (in %ux%u) act %u: element %zu "
+                         "is %g, the direct conv says %g",
+                         vs[v].isa, e, e, a.c_in, a.c_out, a.h_out, a.w_out, a.h_in, a.w_in, a.act.kind,
                          i, (double)got, (double)ref);
         }
     }
     free(scale);
+    free(pre);
     free(arena);
     arena = NULL;
 }
@@ -170,7 +188,9 @@ static void test_against_direct(void **state) {
     (void)state;
     rng_state = 7;
     for (int i = 0; i < 120; i++)
-        run_case(i % 2, i % 3 == 0);
+        run_case(KANN_WINO_F2X2, i % 2, i % 3 == 0);
+    for (int i = 0; i < 120; i++)
+        run_case(KANN_WINO_F4X4, i % 2, i % 3 == 0);
 }
 
 /* A legal record over a tight arena: x, u, bias, residual, y, scratch in a row. */
@@ -207,7 +227,13 @@ static void test_validator(void **state) {
     kann_conv2d_winograd_args a = legal(&bd), bad;
     assert_int_equal(kann_conv2d_winograd_validate(&a, &bd, &err), KANN_OK);
     bad = a;
-    bad.reserved[1] = 1;
+    bad.reserved = 1;
+    assert_int_equal(kann_conv2d_winograd_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.transform = KANN_WINO_TRANSFORM_COUNT;
+    assert_int_equal(kann_conv2d_winograd_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    bad = a;
+    bad.transform = KANN_WINO_F4X4; /* 36 positions: u and the scratch are too small */
     assert_int_equal(kann_conv2d_winograd_validate(&bad, &bd, &err), KANN_E_CORRUPT);
     bad = a;
     bad.h_in = 6; /* windows reach row 6 */
@@ -290,6 +316,18 @@ static void test_profile_macs(void **state) {
     part = kann_record_macs(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a);
     a.tile = (kann_tile){1, 8, 32, 0}; /* past the 20 tiles: rounded up to a granule */
     assert_true(fabs(part + kann_record_macs(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a) - whole) < 1e-6);
+    /* F(4x4) on an even map: 2 x 3 tiles of 8 x 10 outputs, tiles split 4 + 2 */
+    a.transform = KANN_WINO_F4X4;
+    a.h_out = 8;
+    a.w_out = 10;
+    a.h_in = 10;
+    a.w_in = 12;
+    a.tile = (kann_tile){1, 0, 6, 0};
+    whole = kann_record_macs(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a);
+    assert_true(whole == 8.0 * 10 * 30 * 5 * 9);
+    a.tile = (kann_tile){1, 0, 4, 0};
+    part = kann_record_macs(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a);
+    assert_true(fabs(part - whole * 4 / 6) < 1e-6);
 }
 
 int main(void) {
