@@ -36,6 +36,9 @@ typedef struct kc_call {
 typedef struct kc_program {
     kc_call *calls;
     int n_calls, cap_calls;
+    /* The streams the schedule will split the calls across (0 reads as 1): a kernel whose
+     * records split only coarsely may leave a stream idle, so lowering weighs it. */
+    int streams;
 } kc_program;
 
 /* One record of one stream: call index and its tile. tile_end == 0 && call < 0: barrier. */

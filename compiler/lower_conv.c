@@ -69,12 +69,25 @@ static int winograd_pays(const kann_conv2d_args *c2) {
            tiles >= KANN_CONV_PIXEL_GRANULE;
 }
 
-/* The tiles of a Winograd conv: F(4x4, 3x3) where KANN_WINO_F4 (environment, for measuring)
- * says so, else F(2x2, 3x3). */
-static kann_wino_transform winograd_transform(const kann_conv2d_args *c2) {
-    (void)c2;
-    const char *f4 = getenv("KANN_WINO_F4");
-    return f4 && *f4 == '1' ? KANN_WINO_F4X4 : KANN_WINO_F2X2;
+/* Transformed F(4x4, 3x3) weights up to this size are taken to stay in cache. */
+#define KANN_WINO_F4_CACHED_WEIGHTS (5u << 19) /* 2.5 MiB */
+
+/* The tiles of a Winograd conv. F(4x4, 3x3) does 2.25 multiply-adds per output and input
+ * channel in its GEMMs against F(2x2, 3x3)'s 4, and measured 20-30 % faster on maps from 13x13
+ * to 56x56 with 16-256 channels, one thread, where its tiles split into a block of 32 per stream
+ * (a record splits only at blocks: with fewer, a stream idles and 2 threads took twice as
+ * long), and where the block is full or the transformed weights (36 * c_in * c_out floats)
+ * stay in cache: 256 channels on a 14x14 map (16 tiles, 9.4 MB of weights streamed for each)
+ * measured no faster than F(2x2, 3x3) (docs/performance.md). */
+static kann_wino_transform winograd_transform(const kann_conv2d_args *c2, int streams) {
+    uint64_t tiles = (uint64_t)((c2->h_out + 3) / 4) * ((c2->w_out + 3) / 4);
+    uint64_t blocks = (tiles + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE;
+    uint64_t u_bytes = 36 * 4 * (uint64_t)c2->c_in * c2->c_out;
+    int fits = tiles >= KANN_CONV_PIXEL_GRANULE || u_bytes <= KANN_WINO_F4_CACHED_WEIGHTS;
+    const char *force = getenv("KANN_WINO_F4"); /* TEMPORARY */
+    if (force) return *force == '1' ? KANN_WINO_F4X4 : KANN_WINO_F2X2;
+    return blocks >= (uint64_t)(streams > 1 ? streams : 1) && fits ? KANN_WINO_F4X4
+                                                                   : KANN_WINO_F2X2;
 }
 
 /* U = G g G^T of every 3x3 kernel of W [c_out][c_in][3][3] for the transform t, in the layout
@@ -121,7 +134,7 @@ static int pack_winograd_weights(kc_graph *g, int w, uint32_t c_out, uint32_t c_
 static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
-    kann_wino_transform t = winograd_transform(c2);
+    kann_wino_transform t = winograd_transform(c2, p->streams);
     int u = pack_winograd_weights(g, w, c2->c_out, c2->c_in, t);
     kann_conv2d_winograd_args args = {0}, *a = &args;
     a->transform = t;

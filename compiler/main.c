@@ -356,6 +356,7 @@ int main(int argc, char **argv) {
     if (kc_pass_simplify(g, &d, &st) || after("simplify", g, &o, &d)) goto done;
     if (kc_pass_fold_bn(g, &d, &st) || after("fold", g, &o, &d)) goto done;
     if (kc_pass_fuse(g, &d, &st) || after("fuse", g, &o, &d)) goto done;
+    prog.streams = o.cores;
     if (kc_lower(g, &prog, &d)) goto done;
     if (kc_schedule_program(g, &prog, o.cores, &sched, &d)) goto done;
     if (kc_plan_memory(g, &prog, &plan, &d)) goto done;

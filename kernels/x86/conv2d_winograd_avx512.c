@@ -1,7 +1,7 @@
-/* conv2d_winograd for AVX-512: the 16 GEMMs of each block of 32 tiles on a 12 x 32 register
+/* conv2d_winograd for AVX-512: the P GEMMs of each block of 32 tiles on a 12 x 32 register
  * tile (24 ZMM accumulators), or 12 x 16 for a block of at most 16 tiles; both transforms 16 tiles
- * of one tile row per vector (even and odd columns split by permutes, masked loads and stores at
- * the edges of x and y). */
+ * of one tile row per vector (the columns of the tiles split out of the rows by permutes, masked
+ * loads and stores at the edges of x and y), for F(2x2, 3x3) and F(4x4, 3x3). */
 #include <immintrin.h>
 
 #include "kann_x86.h"
@@ -49,6 +49,7 @@ typedef struct tile_run {
     size_t j, len, th, tw0;
 } tile_run;
 
+/* The runs of the block [q0, q0 + n): along tile rows, 16 tiles at most. */
 static size_t block_runs(const kann_conv2d_winograd_args *a, size_t q0, size_t n, tile_run *runs) {
     size_t tw_n = kann_wino_tiles_w(a), count = 0;
     for (size_t j = 0; j < n;) {
@@ -66,12 +67,112 @@ static inline __mmask16 first_lanes(int64_t k) {
     return k <= 0 ? 0 : k >= 16 ? 0xffff : (__mmask16)((1u << k) - 1u);
 }
 
-static void input_block(const kann_conv2d_winograd_args *a, const float *x, size_t q0, size_t n,
-                        float *v) {
-    if (a->transform == KANN_WINO_F4X4) {
-        kann_wino_input_block(a, x, q0, n, v);
+/* Columns past the block's runs are zero in every position of v [P][c_in][32]. */
+static void zero_block_tail(float *vc, size_t positions, size_t ps, size_t n) {
+    if (n >= KANN_WINO_BLOCK) return;
+    __m512 z = _mm512_setzero_ps();
+    for (size_t p = 0; p < positions; p++) {
+        _mm512_mask_storeu_ps(vc + p * ps, (__mmask16)~first_lanes((int64_t)n), z);
+        _mm512_mask_storeu_ps(vc + p * ps + 16, (__mmask16)~first_lanes((int64_t)n - 16), z);
+    }
+}
+
+/* o = B^T d of F(4x4, 3x3) on vectors (kann_wino4_bt). */
+static inline __attribute__((always_inline)) void bt4(const __m512 d[6], __m512 o[6]) {
+    const __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(5.0f);
+    __m512 a = _mm512_fnmadd_ps(four, d[2], d[4]), b = _mm512_fnmadd_ps(four, d[1], d[3]);
+    __m512 c = _mm512_sub_ps(d[4], d[2]), e = _mm512_sub_ps(d[3], d[1]);
+    e = _mm512_add_ps(e, e);
+    o[0] = _mm512_add_ps(_mm512_fnmadd_ps(five, d[2], _mm512_mul_ps(four, d[0])), d[4]);
+    o[1] = _mm512_add_ps(a, b);
+    o[2] = _mm512_sub_ps(a, b);
+    o[3] = _mm512_add_ps(c, e);
+    o[4] = _mm512_sub_ps(c, e);
+    o[5] = _mm512_add_ps(_mm512_fnmadd_ps(five, d[3], _mm512_mul_ps(four, d[1])), d[5]);
+}
+
+/* o = A^T m of F(4x4, 3x3) on vectors (kann_wino4_at). */
+static inline __attribute__((always_inline)) void at4(const __m512 m[6], __m512 o[4]) {
+    __m512 a = _mm512_add_ps(m[1], m[2]), b = _mm512_sub_ps(m[1], m[2]);
+    __m512 c = _mm512_add_ps(m[3], m[4]), d = _mm512_sub_ps(m[3], m[4]);
+    o[0] = _mm512_add_ps(_mm512_add_ps(m[0], a), c);
+    o[1] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), d, b);
+    o[2] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), c, a);
+    o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), d, b), m[5]);
+}
+
+/* Row y of the plane xc at the columns col0 + 4k + j of the 16 tiles k of a run, j = 0..5, into
+ * d[j]; zero past the row (lanes of tiles past the run hold whatever the row has there). The
+ * 64 columns col0 .. col0 + 63 are split by column mod 4 in two steps: a permute puts columns
+ * j and j + 1 of 8 tiles side by side, 128-bit shuffles join the halves; columns 4 and 5 of
+ * tile k are columns 0 and 1 of tile k + 1. */
+static inline __attribute__((always_inline)) void row4(const float *xc, size_t h_in, size_t w_in,
+                                                       size_t y, size_t col0, __m512 d[6]) {
+    if (y >= h_in) {
+        for (int j = 0; j < 6; j++)
+            d[j] = _mm512_setzero_ps();
         return;
     }
+    const __m512i pair01 =
+        _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+    const __m512i pair23 =
+        _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+    const float *row = xc + y * w_in + col0;
+    int64_t left = (int64_t)w_in - (int64_t)col0;
+    __m512 A = _mm512_maskz_loadu_ps(first_lanes(left), row);
+    __m512 B = _mm512_maskz_loadu_ps(first_lanes(left - 16), row + 16);
+    __m512 C = _mm512_maskz_loadu_ps(first_lanes(left - 32), row + 32);
+    __m512 D = _mm512_maskz_loadu_ps(first_lanes(left - 48), row + 48);
+    __m512 t4 = _mm512_maskz_loadu_ps(first_lanes(left - 64) & 1, row + 64);
+    __m512 t5 = _mm512_maskz_loadu_ps(first_lanes(left - 65) & 1, row + 65);
+    __m512 ab01 = _mm512_permutex2var_ps(A, pair01, B), cd01 = _mm512_permutex2var_ps(C, pair01, D);
+    __m512 ab23 = _mm512_permutex2var_ps(A, pair23, B), cd23 = _mm512_permutex2var_ps(C, pair23, D);
+    d[0] = _mm512_shuffle_f32x4(ab01, cd01, _MM_SHUFFLE(1, 0, 1, 0));
+    d[1] = _mm512_shuffle_f32x4(ab01, cd01, _MM_SHUFFLE(3, 2, 3, 2));
+    d[2] = _mm512_shuffle_f32x4(ab23, cd23, _MM_SHUFFLE(1, 0, 1, 0));
+    d[3] = _mm512_shuffle_f32x4(ab23, cd23, _MM_SHUFFLE(3, 2, 3, 2));
+    d[4] = _mm512_castsi512_ps(
+        _mm512_alignr_epi32(_mm512_castps_si512(t4), _mm512_castps_si512(d[0]), 1));
+    d[5] = _mm512_castsi512_ps(
+        _mm512_alignr_epi32(_mm512_castps_si512(t5), _mm512_castps_si512(d[1]), 1));
+}
+
+/* The F(4x4, 3x3) input transform of a block: per channel and run, the rows' B^T d B
+ * horizontally (each row's columns), then vertically. */
+static void input_block4(const kann_conv2d_winograd_args *a, const float *x, size_t q0, size_t n,
+                         float *v) {
+    tile_run runs[KANN_WINO_BLOCK];
+    size_t n_runs = block_runs(a, q0, n, runs), ps = (size_t)a->c_in * KANN_WINO_BLOCK;
+    size_t plane = (size_t)a->h_in * a->w_in;
+    for (size_t c = 0; c < a->c_in; c++) {
+        const float *xc = x + c * plane;
+        float *vc = v + c * KANN_WINO_BLOCK;
+        zero_block_tail(vc, 36, ps, n);
+        for (size_t r = 0; r < n_runs; r++) {
+            const tile_run *run = &runs[r];
+            __m512 h[6][6];
+            for (size_t i = 0; i < 6; i++) {
+                __m512 d[6];
+                row4(xc, a->h_in, a->w_in, 4 * run->th + i, 4 * run->tw0, d);
+                bt4(d, h[i]);
+            }
+            __mmask16 keep = first_lanes((int64_t)run->len);
+            float *dst = vc + run->j;
+            for (size_t j = 0; j < 6; j++) {
+                __m512 col[6], o[6];
+                for (size_t i = 0; i < 6; i++)
+                    col[i] = h[i][j];
+                bt4(col, o);
+                for (size_t i = 0; i < 6; i++)
+                    _mm512_mask_storeu_ps(dst + (i * 6 + j) * ps, keep, o[i]);
+            }
+        }
+    }
+}
+
+/* The F(2x2, 3x3) input transform of a block. */
+static void input_block2(const kann_conv2d_winograd_args *a, const float *x, size_t q0, size_t n,
+                        float *v) {
     tile_run runs[KANN_WINO_BLOCK];
     size_t n_runs = block_runs(a, q0, n, runs), ps = (size_t)a->c_in * KANN_WINO_BLOCK;
     size_t plane = (size_t)a->h_in * a->w_in, w_in = a->w_in;
@@ -82,13 +183,7 @@ static void input_block(const kann_conv2d_winograd_args *a, const float *x, size
     for (size_t c = 0; c < a->c_in; c++) {
         const float *xc = x + c * plane;
         float *vc = v + c * KANN_WINO_BLOCK;
-        if (n < KANN_WINO_BLOCK)
-            for (size_t p = 0; p < 16; p++) {
-                __m512 z = _mm512_setzero_ps();
-                _mm512_mask_storeu_ps(vc + p * ps, (__mmask16)~first_lanes((int64_t)n), z);
-                _mm512_mask_storeu_ps(vc + p * ps + 16, (__mmask16)~first_lanes((int64_t)n - 16),
-                                      z);
-            }
+        zero_block_tail(vc, 16, ps, n);
         for (size_t r = 0; r < n_runs; r++) {
             const tile_run *run = &runs[r];
             size_t col0 = 2 * run->tw0;
@@ -131,12 +226,90 @@ static void input_block(const kann_conv2d_winograd_args *a, const float *x, size
     }
 }
 
-static void output_block(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
-                         size_t m0, size_t mr, const float *bias, const float *res, float *y) {
-    if (a->transform == KANN_WINO_F4X4) {
-        kann_wino_output_block(a, mb, q0, n, m0, mr, bias, res, y);
-        return;
+static void input_block(const kann_conv2d_winograd_args *a, const float *x, size_t q0, size_t n,
+                        float *v) {
+    if (a->transform == KANN_WINO_F4X4)
+        input_block4(a, x, q0, n, v);
+    else
+        input_block2(a, x, q0, n, v);
+}
+
+/* The F(4x4, 3x3) output transform of one weight panel over a block: per output channel and
+ * run, A^T M A (columns, then rows), each output row's four column vectors interleaved into 64
+ * consecutive outputs, then bias, residual and activation. */
+static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, size_t q0,
+                          size_t n, size_t m0, size_t mr, const float *bias, const float *res,
+                          float *y) {
+    tile_run runs[KANN_WINO_BLOCK];
+    size_t n_runs = block_runs(a, q0, n, runs), hw = (size_t)a->h_out * a->w_out;
+    size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;
+    const kann_act *act = &a->act;
+    int vec_act = kann_act_vectorizes(act);
+    __m512 lo = _mm512_set1_ps(kann_act_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
+    /* columns b, b + 1 of tiles k = 0..7 (lo) or 8..15 (hi) side by side, then pairs of pairs */
+    const __m512i pair_lo =
+        _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i pair_hi =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const __m512i quad_lo = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
+    const __m512i quad_hi = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+    for (size_t r = 0; r < mr; r++) {
+        __m512 bv = _mm512_set1_ps(bias ? bias[m0 + r] : 0.0f);
+        const float *rr = res ? res + (m0 + r) * hw : NULL;
+        float *yr = y + (m0 + r) * hw;
+        for (size_t k = 0; k < n_runs; k++) {
+            const tile_run *run = &runs[k];
+            __mmask16 keep = first_lanes((int64_t)run->len);
+            const float *src = mb + r * KANN_WINO_BLOCK + run->j;
+            __m512 s[4][6];
+            for (size_t j = 0; j < 6; j++) {
+                __m512 col[6], o[4];
+                for (size_t i = 0; i < 6; i++)
+                    col[i] = _mm512_maskz_loadu_ps(keep, src + (i * 6 + j) * ms);
+                at4(col, o);
+                for (size_t i = 0; i < 4; i++)
+                    s[i][j] = o[i];
+            }
+            size_t col0 = 4 * run->tw0;
+            int64_t cnt = (int64_t)w_out - (int64_t)col0;
+            if (cnt > (int64_t)(4 * run->len)) cnt = (int64_t)(4 * run->len);
+            for (size_t i = 0; i < 4; i++) {
+                size_t oh = 4 * run->th + i;
+                if (oh >= a->h_out) break;
+                __m512 o[4];
+                at4(s[i], o);
+                for (int b = 0; b < 4; b++)
+                    o[b] = _mm512_add_ps(o[b], bv);
+                __m512d p01l = _mm512_castps_pd(_mm512_permutex2var_ps(o[0], pair_lo, o[1]));
+                __m512d p01h = _mm512_castps_pd(_mm512_permutex2var_ps(o[0], pair_hi, o[1]));
+                __m512d p23l = _mm512_castps_pd(_mm512_permutex2var_ps(o[2], pair_lo, o[3]));
+                __m512d p23h = _mm512_castps_pd(_mm512_permutex2var_ps(o[2], pair_hi, o[3]));
+                __m512 out[4] = {
+                    _mm512_castpd_ps(_mm512_permutex2var_pd(p01l, quad_lo, p23l)),
+                    _mm512_castpd_ps(_mm512_permutex2var_pd(p01l, quad_hi, p23l)),
+                    _mm512_castpd_ps(_mm512_permutex2var_pd(p01h, quad_lo, p23h)),
+                    _mm512_castpd_ps(_mm512_permutex2var_pd(p01h, quad_hi, p23h)),
+                };
+                size_t at = oh * w_out + col0;
+                for (int q = 0; q < 4; q++) {
+                    __mmask16 kq = first_lanes(cnt - 16 * q);
+                    if (!kq) break;
+                    __m512 vq = out[q];
+                    if (rr) vq = _mm512_add_ps(vq, _mm512_maskz_loadu_ps(kq, rr + at + 16 * q));
+                    if (vec_act) vq = vf_act(vq, act, lo, hi);
+                    _mm512_mask_storeu_ps(yr + at + 16 * q, kq, vq);
+                }
+                if (!vec_act)
+                    for (int64_t j = 0; j < cnt; j++)
+                        yr[at + (size_t)j] = kann_act_apply(act, yr[at + (size_t)j]);
+            }
+        }
     }
+}
+
+/* The F(2x2, 3x3) output transform of one weight panel over a block. */
+static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
+                         size_t m0, size_t mr, const float *bias, const float *res, float *y) {
     tile_run runs[KANN_WINO_BLOCK];
     size_t n_runs = block_runs(a, q0, n, runs), hw = (size_t)a->h_out * a->w_out;
     size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;
@@ -190,6 +363,14 @@ static void output_block(const kann_conv2d_winograd_args *a, const float *mb, si
             }
         }
     }
+}
+
+static void output_block(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
+                         size_t m0, size_t mr, const float *bias, const float *res, float *y) {
+    if (a->transform == KANN_WINO_F4X4)
+        output_block4(a, mb, q0, n, m0, mr, bias, res, y);
+    else
+        output_block2(a, mb, q0, n, m0, mr, bias, res, y);
 }
 
 void kann_f32_conv2d_winograd_avx512(const void *args, const kann_exec *ex) {
