@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kann_kernels.h"
 #include "ref/act.h"
@@ -113,6 +114,9 @@ static inline void kann_wino_input_block(const kann_conv2d_winograd_args *a, con
     size_t tw_n = kann_wino_tiles_w(a), plane = (size_t)a->h_in * a->w_in, c_in = a->c_in;
     size_t pos_stride = c_in * KANN_WINO_BLOCK, e = kann_wino_edge(a);
     size_t positions = kann_wino_positions(a);
+    /* a channel's tiles gathered position by position here, then each position's row of the
+     * block stored in one piece (scattered single stores, 32 KiB apart, were the slow part) */
+    float rows[KANN_WINO_MAX_POSITIONS][KANN_WINO_BLOCK];
     for (size_t c = 0; c < c_in; c++) {
         const float *xc = x + c * plane;
         float *vc = v + c * KANN_WINO_BLOCK;
@@ -126,8 +130,10 @@ static inline void kann_wino_input_block(const kann_conv2d_winograd_args *a, con
                     kann_wino_input_tile(xc, a->h_in, a->w_in, 2 * th, 2 * tw, t);
             }
             for (size_t p = 0; p < positions; p++)
-                vc[p * pos_stride + j] = t[p];
+                rows[p][j] = t[p];
         }
+        for (size_t p = 0; p < positions; p++)
+            memcpy(vc + p * pos_stride, rows[p], sizeof rows[p]);
     }
 }
 
