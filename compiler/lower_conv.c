@@ -84,8 +84,6 @@ static kann_wino_transform winograd_transform(const kann_conv2d_args *c2, int st
     uint64_t blocks = (tiles + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE;
     uint64_t u_bytes = 36 * 4 * (uint64_t)c2->c_in * c2->c_out;
     int fits = tiles >= KANN_CONV_PIXEL_GRANULE || u_bytes <= KANN_WINO_F4_CACHED_WEIGHTS;
-    const char *force = getenv("KANN_WINO_F4"); /* TEMPORARY */
-    if (force) return *force == '1' ? KANN_WINO_F4X4 : KANN_WINO_F2X2;
     return blocks >= (uint64_t)(streams > 1 ? streams : 1) && fits ? KANN_WINO_F4X4
                                                                    : KANN_WINO_F2X2;
 }

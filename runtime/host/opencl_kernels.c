@@ -301,13 +301,14 @@ static void matmul_launch(const kann_matmul_args *a, cl_device_type type, kann_o
     l->global[2] = a->batch;
 }
 
-/* f32_conv2d_winograd (winograd.cl). CPU devices: two launches of local size 1, the input
- * transform per (block of 32 output tiles, 32 input channels) into the record's scratch, then
- * the GEMMs and output transform per (panel of 12 output channels, block). GPUs: one work-item
- * per (output channel, output tile). */
+/* f32_conv2d_winograd (winograd.cl), output tiles of 2x2 or 4x4 (the record's transform).
+ * CPU devices: two launches of local size 1, the input transform per (block of 32 output
+ * tiles, 32 input channels) into the record's scratch, then the GEMMs and output transform per
+ * (panel of 12 output channels, block). GPUs: one work-item per (output channel, output tile). */
 static void winograd_launch(const kann_conv2d_winograd_args *a, cl_device_type type,
                             kann_ocl_launch *l) {
-    size_t tiles = ((size_t)a->h_out + 1) / 2 * (((size_t)a->w_out + 1) / 2);
+    size_t e = a->transform == KANN_WINO_F4X4 ? 4 : 2;
+    size_t tiles = ((size_t)a->h_out + e - 1) / e * (((size_t)a->w_out + e - 1) / e);
     size_t len = (size_t)a->tile.end - a->tile.begin;
     size_t channels = a->tile.axis == 0 ? len : a->c_out, panels = (channels + 11) / 12;
     if (a->tile.axis == 0) len = channels ? tiles : 0;
