@@ -234,6 +234,37 @@ static void input_block(const kann_conv2d_winograd_args *a, const float *x, size
         input_block2(a, x, q0, n, v);
 }
 
+/* The activation of a record's stores, in vectors where it has a vector form. */
+typedef struct out_act {
+    const kann_act *act;
+    int vec;
+    __m512 lo, hi;
+} out_act;
+
+static inline out_act out_act_of(const kann_act *act) {
+    out_act o = {act, kann_act_vectorizes(act), _mm512_set1_ps(kann_act_lo(act)),
+                 _mm512_set1_ps(kann_act_hi(act))};
+    return o;
+}
+
+/* cnt consecutive outputs at y (cnt <= 16 nv): the lanes of v[0 .. nv) in order, plus the
+ * residual at res (if any), activated. */
+static inline __attribute__((always_inline)) void store_outputs(float *y, const float *res,
+                                                                const __m512 *v, int nv,
+                                                                int64_t cnt, const out_act *o) {
+    for (int q = 0; q < nv; q++) {
+        __mmask16 kq = first_lanes(cnt - 16 * q);
+        if (!kq) break;
+        __m512 vq = v[q];
+        if (res) vq = _mm512_add_ps(vq, _mm512_maskz_loadu_ps(kq, res + 16 * q));
+        if (o->vec) vq = vf_act(vq, o->act, o->lo, o->hi);
+        _mm512_mask_storeu_ps(y + 16 * q, kq, vq);
+    }
+    if (!o->vec)
+        for (int64_t j = 0; j < cnt; j++)
+            y[j] = kann_act_apply(o->act, y[j]);
+}
+
 /* The F(4x4, 3x3) output transform of one weight panel over a block: per output channel and
  * run, A^T M A (columns, then rows), each output row's four column vectors interleaved into 64
  * consecutive outputs, then bias, residual and activation. */
@@ -243,9 +274,7 @@ static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, s
     tile_run runs[KANN_WINO_BLOCK];
     size_t n_runs = block_runs(a, q0, n, runs), hw = (size_t)a->h_out * a->w_out;
     size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;
-    const kann_act *act = &a->act;
-    int vec_act = kann_act_vectorizes(act);
-    __m512 lo = _mm512_set1_ps(kann_act_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
+    out_act oa = out_act_of(&a->act);
     /* columns b, b + 1 of tiles k = 0..7 (lo) or 8..15 (hi) side by side, then pairs of pairs */
     const __m512i pair_lo =
         _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -291,17 +320,7 @@ static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, s
                     _mm512_castpd_ps(_mm512_permutex2var_pd(p01h, quad_hi, p23h)),
                 };
                 size_t at = oh * w_out + col0;
-                for (int q = 0; q < 4; q++) {
-                    __mmask16 kq = first_lanes(cnt - 16 * q);
-                    if (!kq) break;
-                    __m512 vq = out[q];
-                    if (rr) vq = _mm512_add_ps(vq, _mm512_maskz_loadu_ps(kq, rr + at + 16 * q));
-                    if (vec_act) vq = vf_act(vq, act, lo, hi);
-                    _mm512_mask_storeu_ps(yr + at + 16 * q, kq, vq);
-                }
-                if (!vec_act)
-                    for (int64_t j = 0; j < cnt; j++)
-                        yr[at + (size_t)j] = kann_act_apply(act, yr[at + (size_t)j]);
+                store_outputs(yr + at, rr ? rr + at : NULL, out, 4, cnt, &oa);
             }
         }
     }
@@ -313,9 +332,7 @@ static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, s
     tile_run runs[KANN_WINO_BLOCK];
     size_t n_runs = block_runs(a, q0, n, runs), hw = (size_t)a->h_out * a->w_out;
     size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;
-    const kann_act *act = &a->act;
-    int vec_act = kann_act_vectorizes(act);
-    __m512 lo = _mm512_set1_ps(kann_act_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
+    out_act oa = out_act_of(&a->act);
     const __m512i inter_lo =
         _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i inter_hi =
@@ -334,7 +351,6 @@ static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, s
             size_t col0 = 2 * run->tw0;
             int64_t cnt = (int64_t)w_out - (int64_t)col0;
             if (cnt > (int64_t)(2 * run->len)) cnt = (int64_t)(2 * run->len);
-            __mmask16 k0 = first_lanes(cnt), k1 = first_lanes(cnt - 16);
             for (size_t i = 0; i < 2; i++) {
                 size_t oh = 2 * run->th + i;
                 if (oh >= a->h_out) break;
@@ -344,22 +360,10 @@ static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, s
                                   : _mm512_sub_ps(_mm512_sub_ps(m[4 + j], m[8 + j]), m[12 + j]);
                 __m512 o0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(s[0], s[1]), s[2]), bv);
                 __m512 o1 = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(s[1], s[2]), s[3]), bv);
-                __m512 v0 = _mm512_permutex2var_ps(o0, inter_lo, o1);
-                __m512 v1 = _mm512_permutex2var_ps(o0, inter_hi, o1);
+                __m512 v[2] = {_mm512_permutex2var_ps(o0, inter_lo, o1),
+                               _mm512_permutex2var_ps(o0, inter_hi, o1)};
                 size_t at = oh * w_out + col0;
-                if (rr) {
-                    v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, rr + at));
-                    v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, rr + at + 16));
-                }
-                if (vec_act) {
-                    v0 = vf_act(v0, act, lo, hi);
-                    v1 = vf_act(v1, act, lo, hi);
-                }
-                _mm512_mask_storeu_ps(yr + at, k0, v0);
-                _mm512_mask_storeu_ps(yr + at + 16, k1, v1);
-                if (!vec_act)
-                    for (int64_t j = 0; j < cnt; j++)
-                        yr[at + (size_t)j] = kann_act_apply(act, yr[at + (size_t)j]);
+                store_outputs(yr + at, rr ? rr + at : NULL, v, 2, cnt, &oa);
             }
         }
     }
