@@ -590,60 +590,76 @@ kernel void f32_wino_gemm(KANN_KERNEL_ARGS) {
 
 /* ---- GPUs --------------------------------------------------------------------------------- */
 
-/* The F(4x4) tile t of output channel m, one work-item's work in f32_conv2d_winograd: the 36
- * sums of its 6x6 input tiles in registers, then Y = A^T M A and the epilogue. */
-inline void wino4_tile(global const uint *args, uint at, global float *arena,
-                       global const float *consts, size_t m, size_t t, size_t tiles_w) {
+/* Output tile t of output channel m, one work-item's work in f32_conv2d_winograd, for tiles
+ * of edge E (2: F(2x2), 4: F(4x4); a constant once inlined): the (E + 2)^2 sums of its input
+ * tiles in registers, then Y = A^T M A and the epilogue. */
+__attribute__((always_inline)) inline void
+wino_gpu_tile(global const uint *args, uint at, global float *arena, global const float *consts,
+              size_t m, size_t t, size_t tiles_w, const int E) {
+    const int N = E + 2, P = N * N;
     const uint c_in = U(A_conv2d_winograd_c_in), h_in = U(A_conv2d_winograd_h_in);
     const uint w_in = U(A_conv2d_winograd_w_in), c_out = U(A_conv2d_winograd_c_out);
     const uint h_out = U(A_conv2d_winograd_h_out), w_out = U(A_conv2d_winograd_w_out);
-    const size_t panels = (c_out + 11) / 12, th = t / tiles_w, i0 = 4 * th;
-    const size_t j0 = 4 * (t - th * tiles_w), step = panels * c_in * 12;
+    const size_t panels = (c_out + 11) / 12, th = t / tiles_w, i0 = E * th;
+    const size_t j0 = E * (t - th * tiles_w), step = panels * c_in * 12;
     global const float *x = IN_REF(A_conv2d_winograd_x);
     global const float *um = IN_REF(A_conv2d_winograd_u) + (m / 12) * c_in * 12 + m % 12;
     float acc[36];
-    for (int p = 0; p < 36; p++)
+    for (int p = 0; p < P; p++)
         acc[p] = 0.0f;
     for (size_t c = 0; c < c_in; c++) {
         global const float *xc = x + c * h_in * w_in;
         float d[6][6], s[6][6], v[36];
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++)
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++)
                 d[i][j] = i0 + i < h_in && j0 + j < w_in ? xc[(i0 + i) * w_in + j0 + j] : 0.0f;
-        WINO4_INPUT_TRANSFORM(float, d, s, v);
-        for (int p = 0; p < 36; p++)
+        if (E == 4)
+            WINO4_INPUT_TRANSFORM(float, d, s, v);
+        else
+            WINO_INPUT_TRANSFORM(d, s, v);
+        for (int p = 0; p < P; p++)
             acc[p] += um[p * step + c * 12] * v[p];
+    }
+    float o[4][4]; /* the E x E outputs */
+    if (E == 4) {
+        float r[4][6];
+        for (int j = 0; j < 6; j++)
+            WINO4_AT(float, acc[j], acc[6 + j], acc[12 + j], acc[18 + j], acc[24 + j],
+                     acc[30 + j], r[0][j], r[1][j], r[2][j], r[3][j]);
+        for (int i = 0; i < 4; i++)
+            WINO4_AT(float, r[i][0], r[i][1], r[i][2], r[i][3], r[i][4], r[i][5], o[i][0],
+                     o[i][1], o[i][2], o[i][3]);
+    } else {
+        for (int i = 0; i < 2; i++) {
+            float r[4];
+            for (int j = 0; j < 4; j++)
+                r[j] = i == 0 ? acc[j] + acc[4 + j] + acc[8 + j]
+                              : acc[4 + j] - acc[8 + j] - acc[12 + j];
+            o[i][0] = r[0] + r[1] + r[2];
+            o[i][1] = r[1] - r[2] - r[3];
+        }
     }
     const size_t hw = (size_t)h_out * w_out;
     const float bias = HAS_REF(A_conv2d_winograd_bias) ? IN_REF(A_conv2d_winograd_bias)[m] : 0.0f;
     global float *y = OUT_REF(A_conv2d_winograd_y) + m * hw;
-    float r[4][6];
-    for (int j = 0; j < 6; j++)
-        WINO4_AT(float, acc[j], acc[6 + j], acc[12 + j], acc[18 + j], acc[24 + j], acc[30 + j],
-                 r[0][j], r[1][j], r[2][j], r[3][j]);
-    for (int i = 0; i < 4 && i0 + i < h_out; i++) {
-        float o[4];
-        WINO4_AT(float, r[i][0], r[i][1], r[i][2], r[i][3], r[i][4], r[i][5], o[0], o[1], o[2],
-                 o[3]);
-        for (int j = 0; j < 4 && j0 + j < w_out; j++) {
+    for (int i = 0; i < E && i0 + i < h_out; i++)
+        for (int j = 0; j < E && j0 + j < w_out; j++) {
             const size_t at_o = (i0 + i) * w_out + j0 + j;
-            float val = o[j] + bias;
+            float val = o[i][j] + bias;
             if (HAS_REF(A_conv2d_winograd_residual))
                 val += IN_REF(A_conv2d_winograd_residual)[m * hw + at_o];
             y[at_o] = kann_act(ACT_ARGS(conv2d_winograd), val);
         }
-    }
 }
 
 /* NDRange: (output channels, output tiles) of the record's tile: one work-item per channel and
- * tile with its 16 (F(2x2)) or 36 (F(4x4), wino4_tile) sums in registers. The work-items of a
- * warp share a tile (its input loads are one broadcast) and read neighbouring weights of a
+ * tile with its 16 (F(2x2)) or 36 (F(4x4)) sums in registers (wino_gpu_tile). The work-items of
+ * a warp share a tile (its input loads are one broadcast) and read neighbouring weights of a
  * panel; each transforms its input tile again per input channel, arithmetic a GPU has to spare,
  * where one work-item per tile and panel (192 sums) spilled its registers and left most of the
  * device idle on 13x13 maps. */
 kernel void f32_conv2d_winograd(KANN_KERNEL_ARGS) {
-    const uint c_in = U(A_conv2d_winograd_c_in), h_in = U(A_conv2d_winograd_h_in);
-    const uint w_in = U(A_conv2d_winograd_w_in), c_out = U(A_conv2d_winograd_c_out);
+    const uint c_out = U(A_conv2d_winograd_c_out);
     const uint h_out = U(A_conv2d_winograd_h_out), w_out = U(A_conv2d_winograd_w_out);
     const uint e = U(A_conv2d_winograd_transform) == WINO_F4X4 ? 4 : 2;
     const size_t tiles_w = (w_out + e - 1) / e, n_tiles = (h_out + e - 1) / e * tiles_w;
@@ -656,41 +672,8 @@ kernel void f32_conv2d_winograd(KANN_KERNEL_ARGS) {
         t_end = TILE_END;
     }
     if (t >= t_end || m >= m_end) return;
-    if (e == 4) {
-        wino4_tile(args, at, arena, consts, m, t, tiles_w);
-        return;
-    }
-    const size_t panels = (c_out + 11) / 12, th = t / tiles_w, i0 = 2 * th;
-    const size_t j0 = 2 * (t - th * tiles_w), step = panels * c_in * 12;
-    global const float *x = IN_REF(A_conv2d_winograd_x);
-    global const float *um = IN_REF(A_conv2d_winograd_u) + (m / 12) * c_in * 12 + m % 12;
-    float acc[16];
-    for (int p = 0; p < 16; p++)
-        acc[p] = 0.0f;
-    for (size_t c = 0; c < c_in; c++) {
-        global const float *xc = x + c * h_in * w_in;
-        float d[4][4], s[4][4], v[16];
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++)
-                d[i][j] = i0 + i < h_in && j0 + j < w_in ? xc[(i0 + i) * w_in + j0 + j] : 0.0f;
-        WINO_INPUT_TRANSFORM(d, s, v);
-        for (int p = 0; p < 16; p++)
-            acc[p] += um[p * step + c * 12] * v[p];
-    }
-    const size_t hw = (size_t)h_out * w_out;
-    const float bias = HAS_REF(A_conv2d_winograd_bias) ? IN_REF(A_conv2d_winograd_bias)[m] : 0.0f;
-    global float *y = OUT_REF(A_conv2d_winograd_y) + m * hw;
-    for (int i = 0; i < 2; i++) {
-        float r[4];
-        for (int j = 0; j < 4; j++)
-            r[j] = i == 0 ? acc[j] + acc[4 + j] + acc[8 + j] : acc[4 + j] - acc[8 + j] - acc[12 + j];
-        for (int j = 0; j < 2; j++) {
-            if (i0 + i >= h_out || j0 + j >= w_out) continue;
-            size_t o = (i0 + i) * w_out + j0 + j;
-            float val = (j == 0 ? r[0] + r[1] + r[2] : r[1] - r[2] - r[3]) + bias;
-            if (HAS_REF(A_conv2d_winograd_residual))
-                val += IN_REF(A_conv2d_winograd_residual)[m * hw + o];
-            y[o] = kann_act(ACT_ARGS(conv2d_winograd), val);
-        }
-    }
+    if (e == 4)
+        wino_gpu_tile(args, at, arena, consts, m, t, tiles_w, 4);
+    else
+        wino_gpu_tile(args, at, arena, consts, m, t, tiles_w, 2);
 }

@@ -234,6 +234,18 @@ static void input_block(const kann_conv2d_winograd_args *a, const float *x, size
         input_block2(a, x, q0, n, v);
 }
 
+/* Lanes 0..7 (zip_lo) or 8..15 (zip_hi) of a and b interleaved: a0 b0 a1 b1 ... */
+static inline __m512 zip_lo(__m512 a, __m512 b) {
+    const __m512i idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    return _mm512_permutex2var_ps(a, idx, b);
+}
+
+static inline __m512 zip_hi(__m512 a, __m512 b) {
+    const __m512i idx =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    return _mm512_permutex2var_ps(a, idx, b);
+}
+
 /* The activation of a record's stores, in vectors where it has a vector form. */
 typedef struct out_act {
     const kann_act *act;
@@ -275,11 +287,8 @@ static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, s
     size_t n_runs = block_runs(a, q0, n, runs), hw = (size_t)a->h_out * a->w_out;
     size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;
     out_act oa = out_act_of(&a->act);
-    /* columns b, b + 1 of tiles k = 0..7 (lo) or 8..15 (hi) side by side, then pairs of pairs */
-    const __m512i pair_lo =
-        _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i pair_hi =
-        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    /* columns b, b + 1 of tiles k = 0..7 (zip_lo) or 8..15 (zip_hi) side by side, then pairs of
+     * pairs */
     const __m512i quad_lo = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
     const __m512i quad_hi = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
     for (size_t r = 0; r < mr; r++) {
@@ -309,10 +318,10 @@ static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, s
                 at4(s[i], o);
                 for (int b = 0; b < 4; b++)
                     o[b] = _mm512_add_ps(o[b], bv);
-                __m512d p01l = _mm512_castps_pd(_mm512_permutex2var_ps(o[0], pair_lo, o[1]));
-                __m512d p01h = _mm512_castps_pd(_mm512_permutex2var_ps(o[0], pair_hi, o[1]));
-                __m512d p23l = _mm512_castps_pd(_mm512_permutex2var_ps(o[2], pair_lo, o[3]));
-                __m512d p23h = _mm512_castps_pd(_mm512_permutex2var_ps(o[2], pair_hi, o[3]));
+                __m512d p01l = _mm512_castps_pd(zip_lo(o[0], o[1]));
+                __m512d p01h = _mm512_castps_pd(zip_hi(o[0], o[1]));
+                __m512d p23l = _mm512_castps_pd(zip_lo(o[2], o[3]));
+                __m512d p23h = _mm512_castps_pd(zip_hi(o[2], o[3]));
                 __m512 out[4] = {
                     _mm512_castpd_ps(_mm512_permutex2var_pd(p01l, quad_lo, p23l)),
                     _mm512_castpd_ps(_mm512_permutex2var_pd(p01l, quad_hi, p23l)),
@@ -333,10 +342,6 @@ static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, s
     size_t n_runs = block_runs(a, q0, n, runs), hw = (size_t)a->h_out * a->w_out;
     size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;
     out_act oa = out_act_of(&a->act);
-    const __m512i inter_lo =
-        _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i inter_hi =
-        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     for (size_t r = 0; r < mr; r++) {
         __m512 bv = _mm512_set1_ps(bias ? bias[m0 + r] : 0.0f);
         const float *rr = res ? res + (m0 + r) * hw : NULL;
@@ -360,8 +365,7 @@ static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, s
                                   : _mm512_sub_ps(_mm512_sub_ps(m[4 + j], m[8 + j]), m[12 + j]);
                 __m512 o0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(s[0], s[1]), s[2]), bv);
                 __m512 o1 = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(s[1], s[2]), s[3]), bv);
-                __m512 v[2] = {_mm512_permutex2var_ps(o0, inter_lo, o1),
-                               _mm512_permutex2var_ps(o0, inter_hi, o1)};
+                __m512 v[2] = {zip_lo(o0, o1), zip_hi(o0, o1)};
                 size_t at = oh * w_out + col0;
                 store_outputs(yr + at, rr ? rr + at : NULL, v, 2, cnt, &oa);
             }
