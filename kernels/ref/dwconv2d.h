@@ -170,26 +170,35 @@ static inline int kann_dw_rows_path(const kann_dwconv2d_args *a, const kann_dw_b
            b->rows >= KANN_DW_ROW_BLOCK;
 }
 
-/* The loop nest of the SIMD variants (vectors of `width` lanes, at least 8): per channel of the
- * tile and band of its rows, the planes filled by row_fn, then band_fn. Convs the band layout
- * cannot hold go to the reference. */
-static inline __attribute__((always_inline)) void kann_dw_drive(const kann_dwconv2d_args *a,
-                                                                const kann_exec *ex, size_t width,
-                                                                kann_dw_row_fn row_fn,
-                                                                kann_dw_band_fn band_fn) {
+/* The channels [c_begin, c_end) and output rows [oh_begin, oh_end) of a conv's tile. */
+typedef struct kann_dw_range {
+    uint32_t c_begin, c_end, oh_begin, oh_end;
+} kann_dw_range;
+
+static inline kann_dw_range kann_dw_range_of(const kann_dwconv2d_args *a) {
+    kann_dw_range r = {0, a->c_out, 0, a->h_out};
+    if (a->tile.axis == 0) {
+        r.c_begin = a->tile.begin;
+        r.c_end = a->tile.end;
+    } else {
+        r.oh_begin = a->tile.begin;
+        r.oh_end = a->tile.end;
+    }
+    return r;
+}
+
+/* The loop nest of the SIMD variants (vectors of `width` lanes, at least 8) over the channels
+ * and rows of rg: per channel and band of its rows, the planes filled by row_fn, then band_fn.
+ * Convs the band layout cannot hold go to the reference, which computes the whole tile. */
+static inline __attribute__((always_inline)) void
+kann_dw_drive(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, size_t width,
+              kann_dw_row_fn row_fn, kann_dw_band_fn band_fn) {
     kann_dw_band b;
     if (!kann_dw_band_plan(a, &b)) {
         kann_f32_dwconv2d_ref(a, ex);
         return;
     }
-    uint32_t c_begin = 0, c_end = a->c_out, oh_begin = 0, oh_end = a->h_out;
-    if (a->tile.axis == 0) {
-        c_begin = a->tile.begin;
-        c_end = a->tile.end;
-    } else {
-        oh_begin = a->tile.begin;
-        oh_end = a->tile.end;
-    }
+    uint32_t c_begin = rg.c_begin, c_end = rg.c_end, oh_begin = rg.oh_begin, oh_end = rg.oh_end;
     if (c_begin >= c_end || oh_begin >= oh_end || a->w_out == 0) return;
     const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);

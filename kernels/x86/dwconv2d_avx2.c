@@ -165,5 +165,5 @@ static void band(const kann_dw_band_job *job) {
 }
 
 void kann_f32_dwconv2d_avx2(const void *args, const kann_exec *ex) {
-    kann_dw_drive(args, ex, LANES, dw_row, band);
+    kann_dw_drive(args, ex, kann_dw_range_of(args), LANES, dw_row, band);
 }

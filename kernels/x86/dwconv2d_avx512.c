@@ -153,6 +153,404 @@ static void band(const kann_dw_band_job *job) {
         band_rows(job->b, job->buf, job->wc, a->k_w, a->w_out, job->rows, job->y, job->res, &o, 2);
 }
 
+/* ---- 16 channels in the lanes ------------------------------------------------------------- */
+/* A small map gives each channel few output pixels (49 on 7x7) for the band's set-up, and a
+ * stride-2 map halves the lanes a plane row fills. There 16 channels go at once, one per lane:
+ * their input rows transposed (16x16 in registers) into a ring of rows in which every pixel is a
+ * vector of its 16 channels, zero columns beside the input for the padding; each tap of an
+ * output pixel is then one FMA of that vector by the tap's 16 weights, whatever the stride,
+ * and 16 output pixels at a time go back through the transpose to the channels' planes, where
+ * bias, residual and activation apply as in the band path. The ring holds padded rows
+ * (ihp = ih + pad_top), row ihp in slot ihp % r; when it holds fewer than all of them, the
+ * first span - 1 slots are mirrored after the last, so that a window of span rows from any slot
+ * is contiguous and every tap is a constant offset from its pixel's window corner. */
+
+#define CL_VECS 1024 /* vectors in the ring: 64 KiB */
+#define CL_BLOCK 8   /* output pixels computed together (independent FMA chains) */
+
+typedef struct cl_plan {
+    size_t wp;     /* ring columns: input column iw at iw + pad_left, the taps' widest reach */
+    size_t span;   /* rows one window covers */
+    size_t hp;     /* padded rows the output reads */
+    size_t r;      /* ring slots */
+    size_t mirror; /* slots mirrored after the ring (span - 1 when r < hp, else 0) */
+    size_t n_taps;
+    ptrdiff_t taps[KANN_DW_MAX_TAPS]; /* tap t: floats from the window corner */
+} cl_plan;
+
+/* The ring of a conv; 0 when the rows a block of output pixels needs do not fit. */
+static int cl_plan_of(const kann_dwconv2d_args *a, cl_plan *p) {
+    uint64_t n_taps = (uint64_t)a->k_h * a->k_w;
+    if (n_taps == 0 || n_taps > KANN_DW_MAX_TAPS || a->stride_h == 0 || a->stride_w == 0 ||
+        a->w_out == 0 || a->h_out == 0 || a->w_in == 0)
+        return 0;
+    uint64_t wp = (uint64_t)(a->w_out - 1) * a->stride_w + (uint64_t)(a->k_w - 1) * a->dil_w + 1;
+    uint64_t span = (uint64_t)(a->k_h - 1) * a->dil_h + 1;
+    uint64_t hp = (uint64_t)(a->h_out - 1) * a->stride_h + span;
+    /* a block's pixels lie on up to `rows` output rows; the fill writes whole chunks of 16
+     * input pixels, up to 15 past the last row the window needs */
+    uint64_t rows = (CL_BLOCK - 1 + a->w_out - 1) / a->w_out;
+    uint64_t need = rows * a->stride_h + span + 15 / a->w_in + 1;
+    if (wp > CL_VECS || span > CL_VECS) return 0;
+    if (hp * wp <= CL_VECS) {
+        p->r = (size_t)hp;
+        p->mirror = 0;
+    } else {
+        if ((need + span - 1) * wp > CL_VECS) return 0;
+        p->r = (size_t)(CL_VECS / wp - (span - 1)); /* every slot that fits: fewer mirror writes */
+        p->mirror = (size_t)span - 1;
+    }
+    p->wp = (size_t)wp;
+    p->span = (size_t)span;
+    p->hp = (size_t)hp;
+    p->n_taps = (size_t)n_taps;
+    for (size_t t = 0; t < n_taps; t++)
+        p->taps[t] = (ptrdiff_t)(((t / a->k_w) * a->dil_h * wp + (t % a->k_w) * a->dil_w) * LANES);
+    return 1;
+}
+
+/* r[i][j] <- r[j][i]: 16 vectors of 16 lanes. */
+static inline __attribute__((always_inline)) void transpose16(__m512 *r) {
+    __m512 t[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* lane group L of t[4q + j] -> of r[4q + j]: column 4L + j of rows 4q .. 4q + 3 */
+#pragma GCC unroll 4
+    for (int i = 0; i < 16; i += 4) {
+        __m512d a0 = _mm512_castps_pd(t[i]), a1 = _mm512_castps_pd(t[i + 1]);
+        __m512d a2 = _mm512_castps_pd(t[i + 2]), a3 = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
+    }
+    /* column 4L + j gathers lane group L of r[j], r[4 + j], r[8 + j], r[12 + j] */
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        __m512 lo0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44);
+        __m512 hi0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xee);
+        __m512 lo1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
+        __m512 hi1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xee);
+        t[j] = _mm512_shuffle_f32x4(lo0, lo1, 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(lo0, lo1, 0xdd);
+        t[8 + j] = _mm512_shuffle_f32x4(hi0, hi1, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(hi0, hi1, 0xdd);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        r[i] = t[i];
+}
+
+/* 16 rows of `stride` floats from src, lanes of m, rows >= nc zero; transposed. */
+static inline __attribute__((always_inline)) void load_transposed(__m512 *v, const float *src,
+                                                                  size_t stride, size_t nc,
+                                                                  __mmask16 m) {
+#pragma GCC unroll 16
+    for (size_t i = 0; i < 16; i++)
+        v[i] = i < nc ? _mm512_maskz_loadu_ps(m, src + i * stride) : _mm512_setzero_ps();
+    transpose16(v);
+}
+
+/* One group of up to 16 channels over the output rows [oh0, oh1). */
+typedef struct cl_group {
+    const kann_dwconv2d_args *a;
+    const cl_plan *p;
+    float *ring;     /* (r + mirror) * wp vectors, zeroed */
+    const float *x;  /* the group's first input plane */
+    float *y;        /* its first output plane */
+    const float *res;
+    size_t nc;       /* channels: lanes [0, nc) */
+    size_t ihp;      /* padded rows complete below this */
+    size_t px;       /* input pixels of each plane in the ring (flat) */
+    size_t ih, iw;   /* the pixel px */
+    size_t slot;     /* ring slot of its padded row */
+    const uint32_t *dest; /* or NULL: where each input pixel goes in a ring of all the rows */
+} cl_group;
+
+/* Vector v into ring slot `slot`, column col, and into the slot's mirror. */
+static inline __attribute__((always_inline)) void ring_store(const cl_group *g, size_t slot,
+                                                             size_t col, __m512 v) {
+    _mm512_store_ps(g->ring + (slot * g->p->wp + col) * LANES, v);
+    if (slot < g->p->mirror)
+        _mm512_store_ps(g->ring + ((slot + g->p->r) * g->p->wp + col) * LANES, v);
+}
+
+/* The next 16 input pixels of the group's planes, transposed into the ring; fewer at the end of
+ * the rows any window reads (past them a ring of all the rows would wrap). */
+static void ring_chunk(cl_group *g) {
+    const kann_dwconv2d_args *a = g->a;
+    const cl_plan *p = g->p;
+    size_t rows = p->hp - a->pad_top < a->h_in ? p->hp - a->pad_top : a->h_in;
+    size_t end = rows * a->w_in, n = end - g->px < 16 ? end - g->px : 16;
+    __m512 v[16];
+    load_transposed(v, g->x + g->px, (size_t)a->h_in * a->w_in, g->nc, lanes(0, (int64_t)n));
+    size_t col = g->iw + a->pad_left;
+    if (g->dest) {
+        /* a ring of all the rows, its places looked up */
+        const uint32_t *dest = g->dest + g->px;
+        if (n == 16) {
+#pragma GCC unroll 16
+            for (size_t j = 0; j < 16; j++)
+                _mm512_store_ps(g->ring + dest[j], v[j]);
+        } else {
+#pragma GCC unroll 16
+            for (size_t j = 0; j < 16; j++)
+                if (j < n) _mm512_store_ps(g->ring + dest[j], v[j]);
+        }
+    } else if (n == 16 && g->iw + 16 <= a->w_in && col + 16 <= p->wp) {
+        /* inside one row: 16 vectors side by side */
+        float *d = g->ring + (g->slot * p->wp + col) * LANES;
+#pragma GCC unroll 16
+        for (size_t j = 0; j < 16; j++)
+            _mm512_store_ps(d + j * LANES, v[j]);
+        if (g->slot < p->mirror) {
+            d += p->r * p->wp * LANES;
+#pragma GCC unroll 16
+            for (size_t j = 0; j < 16; j++)
+                _mm512_store_ps(d + j * LANES, v[j]);
+        }
+        g->iw += 16;
+    } else {
+        /* across row ends: pixel by pixel */
+#pragma GCC unroll 16
+        for (size_t j = 0; j < 16; j++) {
+            if (j < n) {
+                col = g->iw + a->pad_left;
+                if (col < p->wp) ring_store(g, g->slot, col, v[j]);
+                if (++g->iw == a->w_in) {
+                    g->iw = 0;
+                    if (++g->slot == p->r) g->slot = 0;
+                }
+            }
+        }
+    }
+    if (g->iw == a->w_in) {
+        g->iw = 0;
+        if (++g->slot == p->r) g->slot = 0;
+    }
+    g->px += n;
+}
+
+/* Padded rows below ihp_need into the ring: padding rows zeroed, input rows transposed. */
+static void ring_fill(cl_group *g, size_t ihp_need) {
+    const kann_dwconv2d_args *a = g->a;
+    const cl_plan *p = g->p;
+    if (ihp_need > p->hp) ihp_need = p->hp;
+    while (g->ihp < ihp_need) {
+        if (g->ihp < a->pad_top || g->ihp >= (size_t)a->pad_top + a->h_in) {
+            /* a ring of all the rows keeps the padding rows zero */
+            size_t slot = g->ihp % p->r;
+            if (p->mirror)
+                for (size_t col = 0; col < p->wp; col++)
+                    ring_store(g, slot, col, _mm512_setzero_ps());
+            g->ihp++;
+            continue;
+        }
+        size_t end = (g->ihp - a->pad_top + 1) * a->w_in;
+        while (g->px < end)
+            ring_chunk(g);
+        g->ihp = a->pad_top + g->px / a->w_in;
+    }
+}
+
+/* What the stores of a group share; clamp: the activation is none, relu or clip (a clamp to
+ * [lo, hi], relu's hi infinite), else vf_act or, without a vector form, the scalar one after the
+ * store. */
+typedef struct cl_out {
+    const kann_act *act;
+    int clamp, vec_act;
+    __m512 lo, hi;
+    size_t y_plane;
+} cl_out;
+
+/* Output pixels [q, q + m) (m <= 16) of every channel from the 16 pixel vectors v. CLAMP: the
+ * activation is a clamp (a constant per call, so the channel loop has no switch). */
+static inline __attribute__((always_inline)) void cl_store(const cl_group *g, const cl_out *o,
+                                                           __m512 *v, size_t q, size_t m,
+                                                           int CLAMP) {
+    transpose16(v);
+    __mmask16 mask = lanes(0, (int64_t)m);
+    float *y = g->y + q;
+    const float *res = g->res ? g->res + q : NULL;
+    for (size_t c = 0; c < g->nc; c++, y += o->y_plane) {
+        __m512 r = v[c];
+        if (res) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, res + c * o->y_plane));
+        if (CLAMP)
+            r = _mm512_min_ps(o->hi, _mm512_max_ps(o->lo, r));
+        else if (o->vec_act)
+            r = vf_act(r, o->act, o->lo, o->hi);
+        _mm512_mask_storeu_ps(y, mask, r);
+        if (!CLAMP && !o->vec_act)
+            for (size_t j = 0; j < m; j++)
+                y[j] = kann_act_apply(o->act, y[j]);
+    }
+}
+
+/* Staged output pixels: a ring of 32 vectors, 16 of them stored at once. */
+#define STAGE 32
+
+/* B output pixels whose window corners are base[0..B): bias plus every tap. */
+static inline __attribute__((always_inline)) void cl_pixels(const float *const *base,
+                                                            const float *wt, const cl_plan *p,
+                                                            __m512 bias, int B, __m512 *acc) {
+#pragma GCC unroll 8
+    for (int b = 0; b < B; b++)
+        acc[b] = bias;
+    for (size_t t = 0; t < p->n_taps; t++) {
+        __m512 wv = _mm512_load_ps(wt + t * LANES);
+        ptrdiff_t off = p->taps[t];
+#pragma GCC unroll 8
+        for (int b = 0; b < B; b++)
+            acc[b] = _mm512_fmadd_ps(wv, _mm512_load_ps(base[b] + off), acc[b]);
+    }
+}
+
+/* The group's output rows [oh0, oh1): blocks of CL_BLOCK pixels in row-major order (across row
+ * ends), staged until 16 are ready for the store. */
+static inline __attribute__((always_inline)) void cl_rows(cl_group *g, const cl_out *o,
+                                                          const float *wt, __m512 bias,
+                                                          size_t oh0, size_t oh1, int CLAMP) {
+    const kann_dwconv2d_args *a = g->a;
+    const cl_plan *p = g->p;
+    __attribute__((aligned(64))) float stage[STAGE * LANES];
+    size_t head = 0, tail = 0, q = oh0 * a->w_out; /* q: the output pixel at tail */
+    size_t oh = oh0, ow = 0, left = (oh1 - oh0) * a->w_out;
+    size_t row_step = (size_t)a->stride_h % p->r, col_step = (size_t)a->stride_w * LANES;
+    size_t slot = (oh0 * a->stride_h) % p->r; /* of the window corner of row oh */
+    while (left > 0) {
+        int B = left >= CL_BLOCK ? CL_BLOCK : (int)left;
+        const float *base[CL_BLOCK];
+        const float *row = g->ring + slot * p->wp * LANES;
+        for (int b = 0; b < B; b++) {
+            base[b] = row + ow * col_step;
+            if (++ow == a->w_out) {
+                ow = 0;
+                oh++;
+                slot += row_step;
+                if (slot >= p->r) slot -= p->r;
+                row = g->ring + slot * p->wp * LANES;
+            }
+        }
+        size_t last = ow == 0 ? oh - 1 : oh; /* the block's last output row */
+        ring_fill(g, last * a->stride_h + p->span);
+        __m512 acc[CL_BLOCK];
+        if (B == CL_BLOCK)
+            cl_pixels(base, wt, p, bias, CL_BLOCK, acc);
+        else
+            for (int b = 0; b < B; b++)
+                cl_pixels(base + b, wt, p, bias, 1, acc + b);
+        for (int b = 0; b < B; b++)
+            _mm512_store_ps(stage + ((head + (size_t)b) % STAGE) * LANES, acc[b]);
+        head += (size_t)B;
+        left -= (size_t)B;
+        if (head - tail >= 16 || left == 0) {
+            size_t m = head - tail < 16 ? head - tail : 16;
+            __m512 v[16];
+#pragma GCC unroll 16
+            for (size_t i = 0; i < 16; i++)
+                v[i] = _mm512_load_ps(stage + ((tail + i) % STAGE) * LANES);
+            cl_store(g, o, v, q, m, CLAMP);
+            q += m;
+            tail += m;
+            if (left == 0 && head > tail) { /* at most CL_BLOCK - 1 left */
+#pragma GCC unroll 16
+                for (size_t i = 0; i < 16; i++)
+                    v[i] = _mm512_load_ps(stage + ((tail + i) % STAGE) * LANES);
+                cl_store(g, o, v, q, head - tail, CLAMP);
+            }
+        }
+    }
+}
+
+/* The conv by channel groups of 16 (kann_dwconv2d_args' tile: channels or output rows). */
+static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, const kann_exec *ex,
+                                               const cl_plan *p, kann_dw_range rg) {
+    uint32_t c_begin = rg.c_begin, c_end = rg.c_end, oh_begin = rg.oh_begin, oh_end = rg.oh_end;
+    if (c_begin >= c_end || oh_begin >= oh_end) return;
+    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    float *y = kann_mref(ex, a->y);
+    size_t x_plane = (size_t)a->h_in * a->w_in, y_plane = (size_t)a->h_out * a->w_out;
+    kann_act_kind kind = (kann_act_kind)a->act.kind;
+    cl_out o = {&a->act,
+                kind == KANN_ACT_NONE || kind == KANN_ACT_RELU || kind == KANN_ACT_CLIP,
+                kann_act_vectorizes(&a->act),
+                _mm512_set1_ps(kind == KANN_ACT_NONE ? -__builtin_inff() : kann_act_lo(&a->act)),
+                _mm512_set1_ps(kann_act_hi(&a->act)),
+                y_plane};
+    __attribute__((aligned(64))) float ring[(CL_VECS + 1) * LANES];
+    /* A ring of all the rows, over few input pixels: each pixel's place in a table (the vector
+     * past the ring for the columns no window reads). */
+    size_t in_rows = p->hp - a->pad_top < a->h_in ? p->hp - a->pad_top : a->h_in;
+    if (p->hp <= a->pad_top) in_rows = 0;
+    uint32_t dest[CL_VECS];
+    int table = p->mirror == 0 && in_rows * a->w_in <= CL_VECS;
+    if (table)
+        for (size_t ih = 0, i = 0; ih < in_rows; ih++)
+            for (size_t iw = 0; iw < a->w_in; iw++, i++) {
+                size_t col = iw + a->pad_left;
+                dest[i] = (uint32_t)(
+                    col < p->wp ? ((ih + a->pad_top) * p->wp + col) * LANES : CL_VECS * LANES);
+            }
+    __attribute__((aligned(64))) float wt[KANN_DW_MAX_TAPS * LANES];
+    /* zeroed once: the padding columns are never written, the mirror only where it shadows */
+    kann_fill_zero(ring, (p->r + p->mirror) * p->wp * LANES);
+    cl_group g;
+    g.a = a;
+    g.p = p;
+    g.ring = ring;
+    g.dest = table ? dest : NULL;
+    for (size_t n = 0; n < a->n; n++) {
+        for (size_t c0 = c_begin; c0 < c_end; c0 += 16) {
+            g.nc = c_end - c0 < 16 ? c_end - c0 : 16;
+            g.x = x + (n * a->c_in + c0) * x_plane;
+            g.y = y + (n * a->c_out + c0) * y_plane;
+            g.res = res ? res + (n * a->c_out + c0) * y_plane : NULL;
+            /* the taps' weights, a vector of the group's channels each */
+            for (size_t t0 = 0; t0 < p->n_taps; t0 += 16) {
+                __m512 v[16];
+                size_t nt = p->n_taps - t0 < 16 ? p->n_taps - t0 : 16;
+                load_transposed(v, w + c0 * p->n_taps + t0, p->n_taps, g.nc, lanes(0, (int64_t)nt));
+                for (size_t t = 0; t < nt; t++)
+                    _mm512_store_ps(wt + (t0 + t) * LANES, v[t]);
+            }
+            __m512 bv = bias ? _mm512_maskz_loadu_ps(lanes(0, (int64_t)g.nc), bias + c0)
+                             : _mm512_setzero_ps();
+            /* the ring from the first padded row of the tile's first window */
+            g.ihp = (size_t)oh_begin * a->stride_h;
+            g.ih = g.ihp > a->pad_top ? g.ihp - a->pad_top : 0;
+            g.iw = 0;
+            g.px = g.ih * a->w_in;
+            g.slot = (g.ih + a->pad_top) % p->r;
+            if (o.clamp)
+                cl_rows(&g, &o, wt, bv, oh_begin, oh_end, 1);
+            else
+                cl_rows(&g, &o, wt, bv, oh_begin, oh_end, 0);
+        }
+    }
+}
+
+/* Channels in the lanes for groups of at least CL_MIN_CHANNELS (fewer leave lanes idle: the
+ * band path is faster for a group of 8 on a 56x56 map), the channels left over by the band
+ * path. */
+#define CL_MIN_CHANNELS 12
+
 void kann_f32_dwconv2d_avx512(const void *args, const kann_exec *ex) {
-    kann_dw_drive(args, ex, LANES, dw_row, band);
+    const kann_dwconv2d_args *a = args;
+    kann_dw_range rg = kann_dw_range_of(a);
+    cl_plan p;
+    if (rg.c_end > rg.c_begin && rg.c_end - rg.c_begin >= CL_MIN_CHANNELS && cl_plan_of(a, &p)) {
+        uint32_t n = rg.c_end - rg.c_begin, tail = n % 16;
+        uint32_t cl_end = tail >= CL_MIN_CHANNELS ? rg.c_end : rg.c_end - tail;
+        kann_dw_range cl = rg;
+        cl.c_end = cl_end;
+        cl_drive(a, ex, &p, cl);
+        if (cl_end == rg.c_end) return;
+        rg.c_begin = cl_end;
+    }
+    kann_dw_drive(a, ex, rg, LANES, dw_row, band);
 }

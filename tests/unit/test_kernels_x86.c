@@ -637,6 +637,40 @@ static void test_dwconv2d_random(void **state) {
     }
 }
 
+/* Enough channels for AVX-512's channels-in-lanes path (groups of 16, a ragged last group of
+ * 12-15 or a few left to the band path): small maps (each pixel's place in the ring from a
+ * table), maps whose rows do not all fit the ring (it wraps, its first rows mirrored), rows
+ * wider than 16 pixels, every window up to 7x7 with stride, dilation and padding. */
+static void test_dwconv2d_lanes(void **state) {
+    (void)state;
+    rng_state = 103;
+    for (int i = 0; i < 120; i++) {
+        dw_case k;
+        k.n = rng_range(1, 2);
+        k.c = rng_range(12, 40);
+        k.k_h = rng_range(1, 7);
+        k.k_w = rng_range(1, 7);
+        k.s_h = rng_range(1, 3);
+        k.s_w = rng_range(0, 1) ? k.s_h : rng_range(1, 3);
+        k.d_h = rng_range(1, 4) == 1 ? 2 : 1;
+        k.d_w = rng_range(1, 4) == 1 ? 2 : 1;
+        k.p_top = rng_range(0, 3);
+        k.p_left = rng_range(0, 3);
+        uint32_t big = rng_range(0, 2) == 0;
+        k.h_in = rng_range(k.d_h * (k.k_h - 1) + 1, big ? 70 : 16);
+        k.w_in = rng_range(k.d_w * (k.k_w - 1) + 1, big ? 90 : 20);
+        check_dwconv(&k);
+    }
+    static const dw_case models[] = {
+        {1, 32, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1}, {1, 48, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 40, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},     {1, 36, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 24, 56, 56, 7, 7, 1, 1, 1, 1, 3, 3},   {1, 30, 28, 28, 5, 5, 2, 2, 1, 1, 2, 2},
+        {1, 16, 8, 300, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 16, 3, 2000, 3, 3, 1, 1, 1, 1, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
+        check_dwconv(&models[i]);
+}
+
 /* Model-like shapes: maps of several bands (the SIMD variants copy a band of rows at a time),
  * odd sizes, 3x3 stride 1 and 2 as in MobileNet (the row path) and next to them the shapes
  * that leave it (dilation, 5x5, 3x1, rows of 8 or fewer, rows too wide for a band of 8). */
@@ -823,6 +857,7 @@ int main(void) {
         cmocka_unit_test(test_pad2d_validate),
         cmocka_unit_test(test_dwconv2d_random),
         cmocka_unit_test(test_dwconv2d_model_shapes),
+        cmocka_unit_test(test_dwconv2d_lanes),
         cmocka_unit_test(test_pool2d_random),
         cmocka_unit_test(test_matmul_random),
         cmocka_unit_test(test_isa_names),
