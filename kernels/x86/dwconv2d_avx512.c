@@ -173,7 +173,7 @@ typedef struct cl_plan {
     size_t span;   /* rows one window covers */
     size_t hp;     /* padded rows the output reads */
     size_t r;      /* ring slots */
-    size_t mirror; /* slots mirrored after the ring (span - 1 when r < hp, else 0) */
+    size_t mirror; /* slots mirrored after the ring: span - 1 when r < hp (the ring wraps) */
     size_t n_taps;
     ptrdiff_t taps[KANN_DW_MAX_TAPS]; /* tap t: floats from the window corner */
 } cl_plan;
@@ -343,7 +343,7 @@ static void ring_fill(cl_group *g, size_t ihp_need) {
         if (g->ihp < a->pad_top || g->ihp >= (size_t)a->pad_top + a->h_in) {
             /* a ring of all the rows keeps the padding rows zero */
             size_t slot = g->ihp % p->r;
-            if (p->mirror)
+            if (p->r < p->hp)
                 for (size_t col = 0; col < p->wp; col++)
                     ring_store(g, slot, col, _mm512_setzero_ps());
             g->ihp++;
@@ -488,7 +488,7 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
     size_t in_rows = p->hp - a->pad_top < a->h_in ? p->hp - a->pad_top : a->h_in;
     if (p->hp <= a->pad_top) in_rows = 0;
     uint32_t dest[CL_VECS];
-    int table = p->mirror == 0 && in_rows * a->w_in <= CL_VECS;
+    int table = p->r == p->hp && in_rows * a->w_in <= CL_VECS;
     if (table)
         for (size_t ih = 0, i = 0; ih < in_rows; ih++)
             for (size_t iw = 0; iw < a->w_in; iw++, i++) {

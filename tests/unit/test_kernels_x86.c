@@ -614,25 +614,34 @@ static void check_dwconv(const dw_case *k) {
     if (c > 1) assert_int_equal(kann_dwconv2d_validate(&bad, &bd, &err), KANN_E_CORRUPT);
 }
 
+/* A random depthwise conv: c_lo..c_hi channels, windows up to k_max square, strides 1-3
+ * (different along rows and columns), dilation 2 one time in dil_odds along each axis, padding
+ * up to p_max, maps up to h_max x w_max (at least one window). */
+static dw_case random_dw_case(uint32_t c_lo, uint32_t c_hi, uint32_t k_max, uint32_t dil_odds,
+                              uint32_t p_max, uint32_t h_max, uint32_t w_max) {
+    dw_case k;
+    k.n = rng_range(1, 2);
+    k.c = rng_range(c_lo, c_hi);
+    k.k_h = rng_range(1, k_max);
+    k.k_w = rng_range(1, k_max);
+    k.s_h = rng_range(1, 3);
+    k.s_w = rng_range(0, 1) ? k.s_h : rng_range(1, 3);
+    k.d_h = rng_range(1, dil_odds) == 1 ? 2 : 1;
+    k.d_w = rng_range(1, dil_odds) == 1 ? 2 : 1;
+    k.p_top = rng_range(0, p_max);
+    k.p_left = rng_range(0, p_max);
+    k.h_in = rng_range(k.d_h * (k.k_h - 1) + 1, h_max);
+    k.w_in = rng_range(k.d_w * (k.k_w - 1) + 1, w_max);
+    return k;
+}
+
 /* Small random shapes: every window up to 5x5, strides 1-3 (different along rows and
  * columns), dilation, padding up to 2, rows narrower and wider than a vector. */
 static void test_dwconv2d_random(void **state) {
     (void)state;
     rng_state = 99;
     for (int i = 0; i < 200; i++) {
-        dw_case k;
-        k.n = rng_range(1, 2);
-        k.c = rng_range(1, 9);
-        k.k_h = rng_range(1, 5);
-        k.k_w = rng_range(1, 5);
-        k.s_h = rng_range(1, 3);
-        k.s_w = rng_range(0, 1) ? k.s_h : rng_range(1, 3);
-        k.d_h = rng_range(1, 2);
-        k.d_w = rng_range(1, 2);
-        k.p_top = rng_range(0, 2);
-        k.p_left = rng_range(0, 2);
-        k.h_in = rng_range(k.d_h * (k.k_h - 1) + 1, 20);
-        k.w_in = rng_range(k.d_w * (k.k_w - 1) + 1, 45);
+        dw_case k = random_dw_case(1, 9, 5, 2, 2, 20, 45);
         check_dwconv(&k);
     }
 }
@@ -644,21 +653,9 @@ static void test_dwconv2d_random(void **state) {
 static void test_dwconv2d_lanes(void **state) {
     (void)state;
     rng_state = 103;
-    for (int i = 0; i < 120; i++) {
-        dw_case k;
-        k.n = rng_range(1, 2);
-        k.c = rng_range(12, 40);
-        k.k_h = rng_range(1, 7);
-        k.k_w = rng_range(1, 7);
-        k.s_h = rng_range(1, 3);
-        k.s_w = rng_range(0, 1) ? k.s_h : rng_range(1, 3);
-        k.d_h = rng_range(1, 4) == 1 ? 2 : 1;
-        k.d_w = rng_range(1, 4) == 1 ? 2 : 1;
-        k.p_top = rng_range(0, 3);
-        k.p_left = rng_range(0, 3);
-        uint32_t big = rng_range(0, 2) == 0;
-        k.h_in = rng_range(k.d_h * (k.k_h - 1) + 1, big ? 70 : 16);
-        k.w_in = rng_range(k.d_w * (k.k_w - 1) + 1, big ? 90 : 20);
+    for (int i = 0; i < 300; i++) {
+        int big = rng_range(0, 2) == 0;
+        dw_case k = random_dw_case(12, 40, 7, 4, 3, big ? 70 : 16, big ? 90 : 20);
         check_dwconv(&k);
     }
     static const dw_case models[] = {
