@@ -649,7 +649,8 @@ static void test_dwconv2d_random(void **state) {
 /* Enough channels for AVX-512's channels-in-lanes path (groups of 16, a ragged last group of
  * 12-15 or a few left to the band path): small maps (each pixel's place in the ring from a
  * table), maps whose rows do not all fit the ring (it wraps, its first rows mirrored), rows
- * wider than 16 pixels, every window up to 7x7 with stride, dilation and padding. */
+ * wider than 16 pixels, every window up to 7x7 with stride, dilation and padding; the
+ * model-like shapes below hold MobileNet's. */
 static void test_dwconv2d_lanes(void **state) {
     (void)state;
     rng_state = 103;
@@ -658,14 +659,6 @@ static void test_dwconv2d_lanes(void **state) {
         dw_case k = random_dw_case(12, 40, 7, 4, 3, big ? 70 : 16, big ? 90 : 20);
         check_dwconv(&k);
     }
-    static const dw_case models[] = {
-        {1, 32, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1}, {1, 48, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1},
-        {1, 40, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},     {1, 36, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1},
-        {1, 24, 56, 56, 7, 7, 1, 1, 1, 1, 3, 3},   {1, 30, 28, 28, 5, 5, 2, 2, 1, 1, 2, 2},
-        {1, 16, 8, 300, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 16, 3, 2000, 3, 3, 1, 1, 1, 1, 1, 1},
-    };
-    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
-        check_dwconv(&models[i]);
 }
 
 /* Model-like shapes: maps of several bands (the SIMD variants copy a band of rows at a time),
@@ -685,6 +678,11 @@ static void test_dwconv2d_model_shapes(void **state) {
         {1, 2, 9, 3000, 3, 3, 2, 2, 1, 1, 1, 1},  {1, 1, 6, 9000, 3, 3, 1, 1, 1, 1, 1, 1},
         {2, 3, 33, 35, 3, 3, 2, 1, 1, 1, 1, 1},   {1, 3, 35, 33, 3, 3, 1, 2, 1, 1, 0, 1},
         {1, 2, 50, 50, 7, 7, 3, 3, 1, 1, 3, 3},   {1, 2, 20, 20, 3, 3, 1, 1, 1, 1, 4, 4},
+        /* channels in the lanes (AVX-512, 12 channels or more) */
+        {1, 32, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1}, {1, 48, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 40, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},     {1, 36, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 24, 56, 56, 7, 7, 1, 1, 1, 1, 3, 3},   {1, 30, 28, 28, 5, 5, 2, 2, 1, 1, 2, 2},
+        {1, 16, 8, 300, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 16, 3, 2000, 3, 3, 1, 1, 1, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_dwconv(&cases[i]);
