@@ -265,7 +265,7 @@ typedef struct cl_group {
     size_t nc;       /* channels: lanes [0, nc) */
     size_t ihp;      /* padded rows complete below this */
     size_t px;       /* input pixels of each plane in the ring (flat) */
-    size_t ih, iw;   /* the pixel px */
+    size_t iw;       /* the column of the pixel px */
     size_t slot;     /* ring slot of its padded row */
     const uint32_t *dest; /* or NULL: where each input pixel goes in a ring of all the rows */
 } cl_group;
@@ -522,10 +522,10 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
                              : _mm512_setzero_ps();
             /* the ring from the first padded row of the tile's first window */
             g.ihp = (size_t)oh_begin * a->stride_h;
-            g.ih = g.ihp > a->pad_top ? g.ihp - a->pad_top : 0;
+            size_t ih = g.ihp > a->pad_top ? g.ihp - a->pad_top : 0;
             g.iw = 0;
-            g.px = g.ih * a->w_in;
-            g.slot = (g.ih + a->pad_top) % p->r;
+            g.px = ih * a->w_in;
+            g.slot = (ih + a->pad_top) % p->r;
             if (o.clamp)
                 cl_rows(&g, &o, wt, bv, oh_begin, oh_end, 1);
             else
