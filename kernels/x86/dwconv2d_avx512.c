@@ -16,6 +16,7 @@
 #include "vec_math.h"
 #include "simd_act.h"
 #include "dwconv2d_rows.h"
+#include "transpose_avx512.h"
 
 #define LANES 16
 
@@ -209,41 +210,6 @@ static int cl_plan_of(const kann_dwconv2d_args *a, cl_plan *p) {
     return 1;
 }
 
-/* r[i][j] <- r[j][i]: 16 vectors of 16 lanes. */
-static inline __attribute__((always_inline)) void transpose16(__m512 *r) {
-    __m512 t[16];
-#pragma GCC unroll 8
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    /* lane group L of t[4q + j] -> of r[4q + j]: column 4L + j of rows 4q .. 4q + 3 */
-#pragma GCC unroll 4
-    for (int i = 0; i < 16; i += 4) {
-        __m512d a0 = _mm512_castps_pd(t[i]), a1 = _mm512_castps_pd(t[i + 1]);
-        __m512d a2 = _mm512_castps_pd(t[i + 2]), a3 = _mm512_castps_pd(t[i + 3]);
-        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
-        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
-        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
-        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
-    }
-    /* column 4L + j gathers lane group L of r[j], r[4 + j], r[8 + j], r[12 + j] */
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-        __m512 lo0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44);
-        __m512 hi0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xee);
-        __m512 lo1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
-        __m512 hi1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xee);
-        t[j] = _mm512_shuffle_f32x4(lo0, lo1, 0x88);
-        t[4 + j] = _mm512_shuffle_f32x4(lo0, lo1, 0xdd);
-        t[8 + j] = _mm512_shuffle_f32x4(hi0, hi1, 0x88);
-        t[12 + j] = _mm512_shuffle_f32x4(hi0, hi1, 0xdd);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++)
-        r[i] = t[i];
-}
-
 /* 16 rows of `stride` floats from src, lanes of m, rows >= nc zero; transposed. */
 static inline __attribute__((always_inline)) void load_transposed(__m512 *v, const float *src,
                                                                   size_t stride, size_t nc,
@@ -251,7 +217,7 @@ static inline __attribute__((always_inline)) void load_transposed(__m512 *v, con
 #pragma GCC unroll 16
     for (size_t i = 0; i < 16; i++)
         v[i] = i < nc ? _mm512_maskz_loadu_ps(m, src + i * stride) : _mm512_setzero_ps();
-    transpose16(v);
+    kann_transpose16_ps(v);
 }
 
 /* One group of up to 16 channels over the output rows [oh0, oh1). */
@@ -371,7 +337,7 @@ typedef struct cl_out {
 static inline __attribute__((always_inline)) void cl_store(const cl_group *g, const cl_out *o,
                                                            __m512 *v, size_t q, size_t m,
                                                            int CLAMP) {
-    transpose16(v);
+    kann_transpose16_ps(v);
     __mmask16 mask = lanes(0, (int64_t)m);
     float *y = g->y + q;
     const float *res = g->res ? g->res + q : NULL;

@@ -202,6 +202,7 @@ static int pad_for_wide(kann_conv2d_packed_args *a, const kann_exec *ex, const k
 /* The path a conv2d_packed tile over all of a's pixels takes. */
 static const char *path_name(const kann_conv2d_packed_args *a) {
     kann_conv_phases ph;
+    if (kann_conv2d_packed_direct(a)) return "direct (AVX-512; wide, phase or gather elsewhere)";
     if (kann_conv2d_packed_wide(a)) return "wide";
     if (kann_conv2d_packed_pointwise(a)) return "pointwise";
     if (kann_conv2d_packed_phase_plan(a, 0, (size_t)a->h_out * a->w_out, &ph)) return "phase";
@@ -326,6 +327,42 @@ static void test_conv2d_packed_random(void **state) {
     }
 }
 
+/* A random conv: 1 to c_in_max input and 1 to c_out_max output channels, windows up to
+ * k_max x k_max, strides 1 to s_max, dilation 2 one time in four, padding up to pad_max, inputs
+ * up to h_max x w_max that every window fits. */
+static conv_case random_conv_case(uint32_t c_in_max, uint32_t c_out_max, uint32_t k_max,
+                                  uint32_t s_max, uint32_t pad_max, uint32_t h_max,
+                                  uint32_t w_max) {
+    conv_case cc = {0};
+    cc.c_in = rng_range(1, c_in_max);
+    cc.c_out = rng_range(1, c_out_max);
+    cc.k_h = rng_range(1, k_max);
+    cc.k_w = rng_range(1, k_max);
+    cc.dil = rng_range(1, 4) == 1 ? 2 : 1;
+    cc.stride = rng_range(1, s_max);
+    cc.pad = rng_range(0, pad_max);
+    cc.h_in = rng_range(cc.dil * (cc.k_h - 1) + 1, h_max);
+    cc.w_in = rng_range(cc.dil * (cc.k_w - 1) + 1, w_max);
+    return cc;
+}
+
+/* The shape arguments of conv case cc (for the path tests). */
+static kann_conv2d_packed_args conv_case_shape(const conv_case *cc) {
+    kann_conv2d_packed_args a = {0};
+    a.c_in = cc->c_in;
+    a.c_out = cc->c_out;
+    a.k_h = cc->k_h;
+    a.k_w = cc->k_w;
+    a.stride_h = a.stride_w = cc->stride;
+    a.dil_h = a.dil_w = cc->dil;
+    a.pad_top = a.pad_left = cc->pad;
+    a.h_in = cc->h_in;
+    a.w_in = cc->w_in;
+    a.h_out = (cc->h_in + 2 * cc->pad - cc->dil * (cc->k_h - 1) - 1) / cc->stride + 1;
+    a.w_out = (cc->w_in + 2 * cc->pad - cc->dil * (cc->k_w - 1) - 1) / cc->stride + 1;
+    return a;
+}
+
 /* The wide path: stride-1 convs padded by pad2d (or without padding, read in place), windows
  * up to 5x5, strips that span several rows and rows that span several strips, odd channel
  * counts, ragged last panels and strips. */
@@ -334,16 +371,8 @@ static void test_conv2d_packed_wide_random(void **state) {
     rng_state = 1234;
     int wide = 0;
     for (int i = 0; i < 120; i++) {
-        conv_case cc;
-        cc.c_in = rng_range(1, 37);
-        cc.c_out = rng_range(1, 50);
-        cc.k_h = rng_range(1, 5);
-        cc.k_w = rng_range(1, 5);
-        cc.dil = rng_range(1, 4) == 1 ? 2 : 1;
-        cc.stride = 1;
-        cc.pad = i % 4 == 0 ? 0 : rng_range(0, 2);
-        cc.h_in = rng_range(cc.dil * (cc.k_h - 1) + 1, 17);
-        cc.w_in = rng_range(cc.dil * (cc.k_w - 1) + 1, 70);
+        conv_case cc = random_conv_case(37, 50, 5, 1, 2, 17, 70);
+        if (i % 4 == 0) cc.pad = 0;
         cc.via_pad = 1;
         run_conv_case(&cc);
         kann_conv2d_packed_args a = {0};
@@ -382,17 +411,28 @@ static void test_conv2d_packed_phase_random(void **state) {
                             48);
         cc.via_pad = 0;
         run_conv_case(&cc);
-        kann_conv2d_packed_args a = {0};
-        a.c_in = cc.c_in;
-        a.k_h = cc.k_h;
-        a.k_w = cc.k_w;
-        a.stride_h = a.stride_w = cc.stride;
-        a.dil_h = a.dil_w = cc.dil;
-        a.h_out = (cc.h_in + 2 * cc.pad - cc.dil * (cc.k_h - 1) - 1) / cc.stride + 1;
-        a.w_out = (cc.w_in + 2 * cc.pad - cc.dil * (cc.k_w - 1) - 1) / cc.stride + 1;
+        kann_conv2d_packed_args a = conv_case_shape(&cc);
         phase += strcmp(path_name(&a), "phase") == 0;
     }
     assert_true(phase > 40); /* most cases took the phase path */
+}
+
+/* The AVX-512 direct path: 1 to 4 input channels, windows up to 7x7 (and a few over its
+ * reduction limit), strides 1 to 3, dilation, padding up to 3 (or pad2d before a stride-1 conv),
+ * rows of 1 to 70 columns (ragged blocks of 16 pixels), 1 to 80 output channels (passes of 64,
+ * ragged groups of 16), tiles along channels at panel bounds and along pixels inside rows. */
+static void test_conv2d_packed_direct_random(void **state) {
+    (void)state;
+    rng_state = 77;
+    int direct = 0;
+    for (int i = 0; i < 150; i++) {
+        conv_case cc = random_conv_case(4, 80, 7, 3, 3, 24, 70);
+        cc.via_pad = cc.stride == 1 && i % 2;
+        run_conv_case(&cc);
+        kann_conv2d_packed_args a = conv_case_shape(&cc);
+        direct += kann_conv2d_packed_direct(&a);
+    }
+    assert_true(direct > 100); /* most cases took the direct path */
 }
 
 /* Shapes of the real models: long reductions, 7x7 and 13x13 planes, 3 input channels. */
@@ -406,6 +446,7 @@ static void test_conv2d_packed_model_shapes(void **state) {
         {256, 30, 7, 7, 3, 3, 1, 1, 1, 0},
         {64, 128, 14, 14, 1, 1, 2, 1, 0, 0},
         {3, 32, 24, 24, 3, 3, 2, 1, 1, 0},
+        {3, 16, 40, 224, 3, 3, 2, 1, 1, 0}, /* full-width stem rows (direct path) */
         {40, 13, 300, 1, 1, 1, 1, 1, 0, 0},
         {300, 20, 5, 7, 1, 1, 1, 1, 0, 0},
         {64, 64, 28, 28, 3, 3, 1, 1, 1, 0},
@@ -847,6 +888,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_packed_random),
         cmocka_unit_test(test_conv2d_packed_wide_random),
         cmocka_unit_test(test_conv2d_packed_phase_random),
+        cmocka_unit_test(test_conv2d_packed_direct_random),
         cmocka_unit_test(test_conv2d_packed_model_shapes),
         cmocka_unit_test(test_conv2d_packed_validate),
         cmocka_unit_test(test_pad2d_validate),
