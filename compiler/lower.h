@@ -66,7 +66,8 @@ typedef struct kc_plan {
 int kc_lower(kc_graph *g, kc_program *p, kc_diag *d);
 
 /* 7. schedule (schedule.c): each call is cut into at most n_streams tiles, one per stream, along
- * the axis that balances best; a barrier ends every phase (one phase per call). */
+ * the axis a cost model picks (balance, bytes read that another stream wrote, weights read by
+ * every stream); a barrier ends every phase (one phase per call). */
 int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, kc_schedule *s,
                         kc_diag *d);
 

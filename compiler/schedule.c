@@ -1,10 +1,23 @@
-/* Scheduling: every kernel call is cut into tiles, one per stream, along the tile axis that
- * splits most evenly; each call is one phase and every stream ends it with a barrier, so
- * the P streams finish each layer together and the next layer sees all of it. */
+/* Scheduling: every kernel call is cut into tiles, one per stream, along one of its tile axes;
+ * each call is one phase and every stream ends it with a barrier, so the P streams finish each
+ * layer together and the next layer sees all of it.
+ *
+ * The axis of each call comes from a cost model over the whole program. A tile's time is its
+ * share of the call's work (the largest tile, in granules) plus the bytes it reads that another
+ * stream wrote in an earlier phase: those come from the other core's cache, and on the 2-core
+ * machine a 1x1 conv over a 56x56x144 map split along channels after a depthwise layer split the
+ * same way took twice as long (0.24 vs 0.10 ms) as split along pixels after pixel-split layers.
+ * Splitting along pixels makes every stream read all the weights, and on small maps the pixel
+ * granules balance badly, so neither axis wins everywhere: the choice starts from the best
+ * balanced axis of each call and flips single calls, then runs of consecutive calls (a chain
+ * only pays off once all of it changes), while the modelled total falls. */
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kann_kernels.h"
 #include "lower.h"
+#include "lower_internal.h"
 
 /* Tiles of axis with extent e and granule q over P streams: how unbalanced is it? The cost
  * is the largest tile, in granules. */
@@ -22,9 +35,195 @@ static void push(kc_schedule *s, int stream, kc_tile_record r, int *caps) {
     s->streams[stream][s->counts[stream]++] = r;
 }
 
+/* How the tiles of a call along an axis split a value they write: in leading blocks (the
+ * output channels of an NCHW map, or a flat range of it), in inner blocks (the pixels or rows of
+ * every plane), or not at all (constants, graph inputs). */
+enum { SPLIT_NONE, SPLIT_LEAD, SPLIT_INNER };
+/* What a tile reads of a value: all of it, or the part a leading or an inner split gives it. */
+enum { READ_ALL, READ_LEAD, READ_INNER };
+
+/* Model constants (ns): a byte another core wrote, a weight byte read from the shared cache,
+ * and a multiply-add of each kernel family one core runs alone. */
+#define NS_PER_REMOTE_BYTE 0.1
+#define NS_PER_WEIGHT_BYTE 0.03
+
+static double ns_per_mac(int kernel) {
+    switch (kernel) {
+    case KANN_KERNEL_F32_CONV2D_PACKED:
+    case KANN_KERNEL_F32_MATMUL:
+        return 0.02;
+    case KANN_KERNEL_F32_CONV2D_WINOGRAD:
+        return 0.01;
+    case KANN_KERNEL_F32_DWCONV2D:
+        return 0.06;
+    default:
+        return 0.005; /* data movement: macs counts elements */
+    }
+}
+
+/* The convs: the input x is read whole by an output-channel tile and by its pixels (rows) by a
+ * pixel tile; a depthwise tile reads only its own channels. */
+static int conv_input_field(int kernel, uint32_t *field) {
+    switch (kernel) {
+    case KANN_KERNEL_F32_CONV2D_PACKED:
+        *field = offsetof(kann_conv2d_packed_args, x);
+        return 1;
+    case KANN_KERNEL_F32_CONV2D_WINOGRAD:
+        *field = offsetof(kann_conv2d_winograd_args, x);
+        return 1;
+    case KANN_KERNEL_F32_CONV2D:
+    case KANN_KERNEL_F32_DWCONV2D:
+        *field = offsetof(kann_conv2d_args, x);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The tile axis that splits a kernel's weights: a conv's output channels, a matmul's columns. */
+static int weight_axis(int kernel) {
+    uint32_t field;
+    return conv_input_field(kernel, &field) ? 0 : 1;
+}
+
+static int read_pattern(const kc_call *c, const kc_fixup *f, uint32_t axis) {
+    uint32_t x_field;
+    if (kann_kernels[c->kernel].n_tile_axes < 2) return READ_LEAD; /* flat ranges, planes */
+    if (!conv_input_field(c->kernel, &x_field)) return READ_ALL;   /* matmul and the like */
+    if (f->field == x_field && c->kernel != KANN_KERNEL_F32_DWCONV2D && axis == 0)
+        return READ_ALL;
+    return axis == 0 ? READ_LEAD : READ_INNER;
+}
+
+typedef struct sched_model {
+    const kc_graph *g;
+    const kc_program *p;
+    int P;
+    uint8_t *split; /* per value: SPLIT_* of its last writer, during an evaluation */
+} sched_model;
+
+static double value_bytes(const kc_graph *g, int v) {
+    const kc_value *val = kc_val(g, v);
+    double n = (double)kc_dtype_size(val->dtype);
+    for (int i = 0; i < val->rank; i++)
+        n *= val->dims[i] > 0 ? (double)val->dims[i] : 1.0;
+    return n;
+}
+
+static int root_of(const kc_graph *g, int v) {
+    int64_t off;
+    int r = kc_value_root(g, v, &off);
+    return r >= 0 ? r : v;
+}
+
+/* The share of a call's work the busiest stream gets along axis. */
+static double busiest_share(const kc_call *c, uint32_t axis, int P) {
+    if (c->extents[axis] == 0) return 1.0;
+    return (double)largest_tile(c->extents[axis], c->granules[axis], P) / c->extents[axis];
+}
+
+/* The modelled time (ns) of the program with call i split along axis[i]. */
+static double program_cost(sched_model *m, const uint8_t *axis) {
+    const kc_graph *g = m->g;
+    double P = m->P, total = 0.0;
+    for (int v = 0; v < g->n_values; v++)
+        m->split[v] = SPLIT_NONE;
+    for (int ci = 0; ci < m->p->n_calls; ci++) {
+        const kc_call *c = &m->p->calls[ci];
+        uint32_t a = axis[ci];
+        double t = busiest_share(c, a, m->P) * c->macs * ns_per_mac(c->kernel);
+        /* row tiles of a depthwise conv refill their window rows for every channel group and
+         * pay it per row: on one thread two row tiles of a 28x28x192 layer (14 rows each) took
+         * 1.25x its two channel tiles, those of a 56x56 one about the same as channel tiles */
+        if (c->kernel == KANN_KERNEL_F32_DWCONV2D && a == 1)
+            t *= 1.0 + 3.5 * m->P / (c->extents[1] > 0 ? c->extents[1] : 1);
+        int two = kann_kernels[c->kernel].n_tile_axes > 1;
+        for (int k = 0; k < c->n_fixups; k++) {
+            const kc_fixup *f = &c->fixups[k];
+            if (f->write || f->value < 0) continue;
+            double bytes = value_bytes(g, f->value);
+            if (kc_is_const(g, f->value)) {
+                /* weights: a tile along the axis that splits them reads its part, any other
+                 * tile all of them */
+                if (two && (int)a != weight_axis(c->kernel))
+                    t += NS_PER_WEIGHT_BYTE * bytes * (P - 1) / P;
+                continue;
+            }
+            int own = m->split[root_of(g, f->value)], rd = read_pattern(c, f, a);
+            if (own == SPLIT_NONE) continue;
+            if (rd == READ_ALL)
+                t += NS_PER_REMOTE_BYTE * bytes * (P - 1) / P;
+            else if ((rd == READ_LEAD) != (own == SPLIT_LEAD))
+                t += NS_PER_REMOTE_BYTE * bytes / P * (P - 1) / P;
+        }
+        for (int k = 0; k < c->n_fixups; k++) {
+            const kc_fixup *f = &c->fixups[k];
+            if (!f->write || f->value < 0) continue;
+            m->split[root_of(g, f->value)] = (!two || a == 0) ? SPLIT_LEAD : SPLIT_INNER;
+        }
+        total += t;
+    }
+    return total;
+}
+
+/* Whether call c may take either axis. */
+static int has_choice(const kc_call *c) {
+    return kann_kernels[c->kernel].n_tile_axes > 1 && c->extents[0] > 0 && c->extents[1] > 0;
+}
+
+/* Longest run of consecutive calls the search sets to one axis at once, and the work (calls
+ * and values walked, over all evaluations) after which it stops: about 0.3 s. */
+#define MAX_RUN 6
+#define SEARCH_BUDGET 3e8
+
+/* axis[i] for every call: the best balanced axis, then flips that lower program_cost. */
+static void choose_axes(const kc_graph *g, const kc_program *p, int P, uint8_t *axis) {
+    for (int ci = 0; ci < p->n_calls; ci++) {
+        const kc_call *c = &p->calls[ci];
+        axis[ci] = 0;
+        if (kann_kernels[c->kernel].n_tile_axes > 1 && c->extents[1] > 0) {
+            double r0 = busiest_share(c, 0, P), r1 = busiest_share(c, 1, P);
+            if (c->extents[0] == 0 || r1 < r0) axis[ci] = 1;
+        }
+    }
+    if (P < 2 || !g || g->n_values == 0) return;
+    sched_model m = {g, p, P, malloc((size_t)g->n_values)};
+    uint8_t *trial = malloc((size_t)p->n_calls);
+    if (!m.split || !trial) abort();
+    double best = program_cost(&m, axis);
+    double per_eval = (double)p->n_calls + g->n_values, spent = per_eval;
+    for (int round = 0; round < 4 && spent < SEARCH_BUDGET; round++) {
+        int improved = 0;
+        for (int i = 0; i < p->n_calls; i++) {
+            if (!has_choice(&p->calls[i])) continue;
+            for (int len = 1; len <= MAX_RUN && i + len <= p->n_calls; len++) {
+                for (uint8_t to = 0; to < 2; to++) {
+                    memcpy(trial, axis, (size_t)p->n_calls);
+                    int changed = 0;
+                    for (int j = i; j < i + len; j++)
+                        if (has_choice(&p->calls[j]) && trial[j] != to) {
+                            trial[j] = to;
+                            changed = 1;
+                        }
+                    if (!changed || spent >= SEARCH_BUDGET) continue;
+                    double cost = program_cost(&m, trial);
+                    spent += per_eval;
+                    if (cost < best * (1.0 - 1e-9)) {
+                        best = cost;
+                        memcpy(axis, trial, (size_t)p->n_calls);
+                        improved = 1;
+                    }
+                }
+            }
+        }
+        if (!improved) break;
+    }
+    free(trial);
+    free(m.split);
+}
+
 int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, kc_schedule *s,
                         kc_diag *d) {
-    (void)g;
     if (n_streams < 1 || n_streams > 256) {
         kc_error(d, "the number of streams must be in 1..256, not %d", n_streams);
         return 1;
@@ -36,15 +235,12 @@ int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, k
     int *caps = calloc((size_t)n_streams, sizeof *caps);
     if (!s->streams || !s->counts || !caps) abort();
     const kc_tile_record barrier = {-1, 0, 0, 0};
+    uint8_t *axes = malloc((size_t)p->n_calls + 1);
+    if (!axes) abort();
+    choose_axes(g, p, n_streams, axes);
     for (int ci = 0; ci < p->n_calls; ci++) {
         const kc_call *c = &p->calls[ci];
-        /* Pick the axis whose largest tile is smallest relative to its extent. */
-        int axis = 0;
-        if (kann_kernels[c->kernel].n_tile_axes > 1 && c->extents[1] > 0) {
-            double r0 = (double)largest_tile(c->extents[0], c->granules[0], n_streams) / c->extents[0];
-            double r1 = (double)largest_tile(c->extents[1], c->granules[1], n_streams) / c->extents[1];
-            if (c->extents[0] == 0 || r1 < r0) axis = 1;
-        }
+        int axis = axes[ci];
         uint32_t e = c->extents[axis], q = c->granules[axis];
         uint32_t granules = (e + q - 1) / q;
         uint32_t begin = 0;
@@ -70,6 +266,7 @@ int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, k
         s->n_phases = 1;
     }
     free(caps);
+    free(axes);
     return 0;
 }
 

@@ -226,6 +226,101 @@ static void test_schedule_tiles_partition_each_call(void **state) {
 
 /* A long chain with fan-out: buffers whose lifetimes intersect never share bytes, offsets are
  * 64-aligned, and reuse keeps the arena well below the sum of all buffers. */
+/* A Conv node x -> out with weights [m, c / group, k, k], padding k / 2, stride 1. */
+static void add_conv(kc_graph *g, int x, int out, int m, int c, int k, int group, float *wbuf) {
+    for (int i = 0; i < m * (c / group) * k * k; i++) wbuf[i] = 0.01f * (float)(i % 7);
+    int w = pg_const(g, kc_sprintf(g, "w%d", out), 4, (int64_t[]){m, c / group, k, k}, wbuf);
+    int node = pg_node(g, KC_OP_Conv, 13, 2, (int[]){x, w}, 1, (int[]){out});
+    kc_attr *pads = kc_node_add_attr(g, node, "pads", KC_ATTR_INTS);
+    pads->n = 4;
+    pads->ints = kc_alloc(g, 4 * sizeof(int64_t));
+    for (int i = 0; i < 4; i++) pads->ints[i] = k / 2;
+    if (group > 1) kc_node_add_attr(g, node, "group", KC_ATTR_INT)->i = group;
+}
+
+/* The axis of call ci's tiles in s. */
+static uint32_t tile_axis(const kc_schedule *s, int ci) {
+    for (int st = 0; st < s->n_streams; st++)
+        for (int r = 0; r < s->counts[st]; r++)
+            if (s->streams[st][r].call == ci) return s->streams[st][r].axis;
+    return 0;
+}
+
+/* The schedule's cost model on two streams: an inverted-residual block over a 56x56 map (1x1
+ * 24 -> 144, depthwise 3x3, 1x1 144 -> 24) keeps every core on its own pixels, so the last 1x1
+ * conv reads the depthwise output where it was written (split along channels, as the balance
+ * alone chose, it read half of 1.8 MB from the other core); depthwise tiles (a 28x28 map too)
+ * meet on cache lines; a batch-1 Gemm splits its output columns (one row) even though each
+ * stream then reads only part of the weights; 1x1 convs over 7x7 maps split along channels. */
+static void test_schedule_cost_model(void **state) {
+    (void)state;
+    kc_graph *g = kc_graph_new();
+    g->opsets = kc_alloc(g, sizeof(kc_opset));
+    g->opsets[0] = (kc_opset){"", 13};
+    g->n_opsets = 1;
+    static float w_expand[144 * 24], w_dw[144 * 9], w_project[24 * 144];
+    static float w_small[2][256 * 256], fc_w[1000 * 24];
+    int x = pg_input(g, pg_value(g, "x", 4, 1, 24, 56, 56));
+    int e = kc_add_value(g, "e"), d = kc_add_value(g, "d"), pr = kc_add_value(g, "pr");
+    add_conv(g, x, e, 144, 24, 1, 1, w_expand);
+    add_conv(g, e, d, 144, 144, 3, 144, w_dw);
+    add_conv(g, d, pr, 24, 144, 1, 1, w_project);
+    int pool = kc_add_value(g, "pool"), flat = kc_add_value(g, "flat"), y = kc_add_value(g, "y");
+    pg_node(g, KC_OP_GlobalAveragePool, 13, 1, (int[]){pr}, 1, (int[]){pool});
+    pg_node(g, KC_OP_Flatten, 13, 1, (int[]){pool}, 1, (int[]){flat});
+    int fw = pg_const(g, "fw", 2, (int64_t[]){1000, 24}, fc_w);
+    int gemm = pg_node(g, KC_OP_Gemm, 13, 2, (int[]){flat, fw}, 1, (int[]){y});
+    kc_node_add_attr(g, gemm, "transB", KC_ATTR_INT)->i = 1;
+    pg_output(g, y);
+    int sx = pg_input(g, pg_value(g, "sx", 4, 1, 256, 7, 7));
+    int s1 = kc_add_value(g, "s1"), s2 = kc_add_value(g, "s2");
+    add_conv(g, sx, s1, 256, 256, 1, 1, w_small[0]);
+    add_conv(g, s1, s2, 256, 256, 1, 1, w_small[1]);
+    pg_output(g, s2);
+    static float w_dw28[32 * 9];
+    int mx = pg_input(g, pg_value(g, "mx", 4, 1, 32, 28, 28)), md = kc_add_value(g, "md");
+    add_conv(g, mx, md, 32, 32, 3, 32, w_dw28);
+    pg_output(g, md);
+
+    kc_diag dg;
+    kc_diag_init(&dg, "net", stderr);
+    kc_stats st = {0};
+    kc_program prog = {0};
+    prog.streams = 2;
+    kc_schedule s = {0};
+    assert_int_equal(middle(g, &dg, &st), 0);
+    assert_int_equal(kc_lower(g, &prog, &dg), 0);
+    assert_int_equal(kc_schedule_program(g, &prog, 2, &s, &dg), 0);
+    int seen_project = 0, seen_dw = 0, seen_gemm = 0, seen_small = 0;
+    for (int ci = 0; ci < prog.n_calls; ci++) {
+        const kc_call *c = &prog.calls[ci];
+        uint32_t axis = tile_axis(&s, ci);
+        if (c->kernel == KANN_KERNEL_F32_CONV2D_PACKED) {
+            const kann_conv2d_packed_args *a = c->args;
+            if (a->c_in == 144) {
+                assert_int_equal(axis, 1);
+                seen_project = 1;
+            } else if (a->h_out == 7) {
+                assert_int_equal(axis, 0);
+                seen_small++;
+            }
+        } else if (c->kernel == KANN_KERNEL_F32_DWCONV2D) {
+            const kann_conv2d_args *a = c->args;
+            /* rows of the tile and whole planes: 16 floats to a line */
+            assert_int_equal((uint64_t)c->granules[1] * a->w_out % 16, 0);
+            assert_int_equal((uint64_t)c->granules[0] * a->h_out * a->w_out % 16, 0);
+            seen_dw++;
+        } else if (c->kernel == KANN_KERNEL_F32_MATMUL) {
+            assert_int_equal(axis, 1);
+            seen_gemm = 1;
+        }
+    }
+    assert_true(seen_project && seen_dw == 2 && seen_gemm && seen_small == 2);
+    kc_schedule_free(&s);
+    kc_program_free(&prog);
+    kc_graph_free(g);
+}
+
 static void test_plan_never_overlaps_live_buffers(void **state) {
     (void)state;
     kc_graph *g = kc_graph_new();
@@ -315,6 +410,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compile_load_run_any_stream_count),
         cmocka_unit_test(test_schedule_tiles_partition_each_call),
+        cmocka_unit_test(test_schedule_cost_model),
         cmocka_unit_test(test_plan_never_overlaps_live_buffers),
         cmocka_unit_test(test_lower_reports_every_problem),
     };
