@@ -186,7 +186,7 @@ static void choose_axes(const kc_graph *g, const kc_program *p, int P, uint8_t *
             if (c->extents[0] == 0 || r1 < r0) axis[ci] = 1;
         }
     }
-    if (P < 2 || !g || g->n_values == 0) return;
+    if (P < 2 || !g || g->n_values == 0 || p->n_calls == 0) return;
     sched_model m = {g, p, P, malloc((size_t)g->n_values)};
     uint8_t *trial = malloc((size_t)p->n_calls);
     if (!m.split || !trial) abort();
