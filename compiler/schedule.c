@@ -95,13 +95,6 @@ static int read_pattern(const kc_call *c, const kc_fixup *f, uint32_t axis) {
     return axis == 0 ? READ_LEAD : READ_INNER;
 }
 
-typedef struct sched_model {
-    const kc_graph *g;
-    const kc_program *p;
-    int P;
-    uint8_t *split; /* per value: SPLIT_* of its last writer, during an evaluation */
-} sched_model;
-
 static double value_bytes(const kc_graph *g, int v) {
     const kc_value *val = kc_val(g, v);
     double n = (double)kc_dtype_size(val->dtype);
@@ -122,45 +115,105 @@ static double busiest_share(const kc_call *c, uint32_t axis, int P) {
     return (double)largest_tile(c->extents[axis], c->granules[axis], P) / c->extents[axis];
 }
 
-/* The modelled time (ns) of the program with call i split along axis[i]. */
-static double program_cost(sched_model *m, const uint8_t *axis) {
-    const kc_graph *g = m->g;
-    double P = m->P, total = 0.0;
-    for (int v = 0; v < g->n_values; v++)
-        m->split[v] = SPLIT_NONE;
-    for (int ci = 0; ci < m->p->n_calls; ci++) {
-        const kc_call *c = &m->p->calls[ci];
-        uint32_t a = axis[ci];
-        double t = busiest_share(c, a, m->P) * c->macs * ns_per_mac(c->kernel);
-        /* row tiles of a depthwise conv refill their window rows for every channel group and
-         * pay it per row: on one thread two row tiles of a 28x28x192 layer (14 rows each) took
-         * 1.25x its two channel tiles, those of a 56x56 one about the same as channel tiles */
-        if (c->kernel == KANN_KERNEL_F32_DWCONV2D && a == 1)
-            t *= 1.0 + 3.5 * m->P / (c->extents[1] > 0 ? c->extents[1] : 1);
+/* A call's read or write of an arena value, as the model sees it. */
+typedef struct sched_access {
+    int root;         /* the value owning the bytes */
+    int write;
+    double bytes;
+    uint8_t read[2];  /* READ_* along axis 0 and 1 */
+} sched_access;
+
+/* What does not change while the search flips axes, computed once: per call and axis its work
+ * share and the weights every stream reads; its accesses [first[ci], first[ci + 1]). */
+typedef struct sched_model {
+    const kc_program *p;
+    int P;
+    double (*own_cost)[2];
+    sched_access *acc;
+    int *first;
+    uint8_t *split; /* per value: SPLIT_* of its last writer, during an evaluation */
+} sched_model;
+
+static int model_init(sched_model *m, const kc_graph *g, const kc_program *p, int P) {
+    int n = p->n_calls > 0 ? p->n_calls : 0, n_acc = 0;
+    for (int ci = 0; ci < n; ci++)
+        n_acc += p->calls[ci].n_fixups > 0 ? p->calls[ci].n_fixups : 0;
+    m->p = p;
+    m->P = P;
+    m->own_cost = malloc(sizeof *m->own_cost * ((size_t)n + 1));
+    m->acc = malloc(sizeof *m->acc * ((size_t)n_acc + 1));
+    m->first = malloc(sizeof *m->first * ((size_t)n + 1));
+    m->split = calloc((size_t)g->n_values, 1);
+    if (!m->own_cost || !m->acc || !m->first || !m->split) abort();
+    double fP = P;
+    int k_acc = 0;
+    for (int ci = 0; ci < n; ci++) {
+        const kc_call *c = &p->calls[ci];
         int two = kann_kernels[c->kernel].n_tile_axes > 1;
+        m->first[ci] = k_acc;
+        for (uint32_t a = 0; a < 2; a++) {
+            double t = busiest_share(c, a, P) * c->macs * ns_per_mac(c->kernel);
+            /* row tiles of a depthwise conv refill their window rows for every channel group
+             * and pay it per row: on one thread two row tiles of a 28x28x192 layer (14 rows
+             * each) took 1.25x its two channel tiles, those of a 56x56 one about the same */
+            if (c->kernel == KANN_KERNEL_F32_DWCONV2D && a == 1)
+                t *= 1.0 + 3.5 * fP / (c->extents[1] > 0 ? c->extents[1] : 1);
+            m->own_cost[ci][a] = t;
+        }
         for (int k = 0; k < c->n_fixups; k++) {
             const kc_fixup *f = &c->fixups[k];
-            if (f->write || f->value < 0) continue;
+            if (f->value < 0) continue;
             double bytes = value_bytes(g, f->value);
-            if (kc_is_const(g, f->value)) {
+            if (!f->write && kc_is_const(g, f->value)) {
                 /* weights: a tile along the axis that splits them reads its part, any other
                  * tile all of them */
-                if (two && (int)a != weight_axis(c->kernel))
-                    t += NS_PER_WEIGHT_BYTE * bytes * (P - 1) / P;
+                for (uint32_t a = 0; a < 2; a++)
+                    if (two && (int)a != weight_axis(c->kernel))
+                        m->own_cost[ci][a] += NS_PER_WEIGHT_BYTE * bytes * (fP - 1) / fP;
                 continue;
             }
-            int own = m->split[root_of(g, f->value)], rd = read_pattern(c, f, a);
+            sched_access *x = &m->acc[k_acc++];
+            x->root = root_of(g, f->value);
+            x->write = f->write;
+            x->bytes = bytes;
+            x->read[0] = (uint8_t)read_pattern(c, f, 0);
+            x->read[1] = (uint8_t)read_pattern(c, f, 1);
+        }
+    }
+    m->first[n] = k_acc;
+    return k_acc;
+}
+
+static void model_free(sched_model *m) {
+    free(m->own_cost);
+    free(m->acc);
+    free(m->first);
+    free(m->split);
+}
+
+/* The modelled time (ns) of the program with call i split along axis[i]. */
+static double program_cost(sched_model *m, const uint8_t *axis) {
+    const kc_program *p = m->p;
+    double P = m->P, total = 0.0;
+    for (int k = 0; k < m->first[p->n_calls]; k++)
+        m->split[m->acc[k].root] = SPLIT_NONE;
+    for (int ci = 0; ci < p->n_calls; ci++) {
+        uint32_t a = axis[ci];
+        int two = kann_kernels[p->calls[ci].kernel].n_tile_axes > 1;
+        double t = m->own_cost[ci][a];
+        for (int k = m->first[ci]; k < m->first[ci + 1]; k++) {
+            const sched_access *x = &m->acc[k];
+            if (x->write) continue;
+            int own = m->split[x->root], rd = x->read[a];
             if (own == SPLIT_NONE) continue;
             if (rd == READ_ALL)
-                t += NS_PER_REMOTE_BYTE * bytes * (P - 1) / P;
+                t += NS_PER_REMOTE_BYTE * x->bytes * (P - 1) / P;
             else if ((rd == READ_LEAD) != (own == SPLIT_LEAD))
-                t += NS_PER_REMOTE_BYTE * bytes / P * (P - 1) / P;
+                t += NS_PER_REMOTE_BYTE * x->bytes / P * (P - 1) / P;
         }
-        for (int k = 0; k < c->n_fixups; k++) {
-            const kc_fixup *f = &c->fixups[k];
-            if (!f->write || f->value < 0) continue;
-            m->split[root_of(g, f->value)] = (!two || a == 0) ? SPLIT_LEAD : SPLIT_INNER;
-        }
+        for (int k = m->first[ci]; k < m->first[ci + 1]; k++)
+            if (m->acc[k].write)
+                m->split[m->acc[k].root] = (!two || a == 0) ? SPLIT_LEAD : SPLIT_INNER;
         total += t;
     }
     return total;
@@ -172,7 +225,7 @@ static int has_choice(const kc_call *c) {
 }
 
 /* Longest run of consecutive calls the search sets to one axis at once, and the work (calls
- * and values walked, over all evaluations) after which it stops: about 0.3 s. */
+ * and accesses walked, over all evaluations) after which it stops: about 0.3 s. */
 #define MAX_RUN 6
 #define SEARCH_BUDGET 3e8
 
@@ -187,11 +240,12 @@ static void choose_axes(const kc_graph *g, const kc_program *p, int P, uint8_t *
         }
     }
     if (P < 2 || !g || g->n_values == 0 || p->n_calls == 0) return;
-    sched_model m = {g, p, P, malloc((size_t)g->n_values)};
+    sched_model m;
+    int n_acc = model_init(&m, g, p, P);
     uint8_t *trial = malloc((size_t)p->n_calls);
-    if (!m.split || !trial) abort();
+    if (!trial) abort();
     double best = program_cost(&m, axis);
-    double per_eval = (double)p->n_calls + g->n_values, spent = per_eval;
+    double per_eval = (double)p->n_calls + n_acc, spent = per_eval;
     for (int round = 0; round < 4 && spent < SEARCH_BUDGET; round++) {
         int improved = 0;
         for (int i = 0; i < p->n_calls; i++) {
@@ -219,7 +273,7 @@ static void choose_axes(const kc_graph *g, const kc_program *p, int P, uint8_t *
         if (!improved) break;
     }
     free(trial);
-    free(m.split);
+    model_free(&m);
 }
 
 int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, kc_schedule *s,
