@@ -188,6 +188,8 @@ static const char *const program_files[KANN_OCL_PROGRAM_KIND_COUNT][6] = {
                                   NULL},
     [KANN_OCL_PROGRAM_MATMUL] = {"common.cl", "vector.cl", "act_vec.cl", "matmul.cl", NULL},
     [KANN_OCL_PROGRAM_CONV_CPU] = {"common.cl", "vector.cl", "act_vec.cl", "conv2d_cpu.cl", NULL},
+    [KANN_OCL_PROGRAM_CONV_LANES] = {"common.cl", "vector.cl", "act_vec.cl", "conv2d_lanes.cl",
+                                     NULL},
     [KANN_OCL_PROGRAM_CONV_GPU] = {"common.cl", "vector.cl", "act_vec.cl", "conv2d_gpu.cl", NULL},
     [KANN_OCL_PROGRAM_REDUCE] = {"common.cl", "bytes.cl", "reduce.cl", NULL},
     [KANN_OCL_PROGRAM_DATA] = {"common.cl", "bytes.cl", "data.cl", NULL},

@@ -22,6 +22,7 @@ typedef enum kann_ocl_program_kind {
     KANN_OCL_PROGRAM_GENERIC, /* eltwise, pool, softmax, layout: no build macros */
     KANN_OCL_PROGRAM_MATMUL,
     KANN_OCL_PROGRAM_CONV_CPU,
+    KANN_OCL_PROGRAM_CONV_LANES, /* conv2d_packed with output channels in the lanes (CPU devices) */
     KANN_OCL_PROGRAM_CONV_GPU,
     KANN_OCL_PROGRAM_REDUCE,  /* reduce, norm, hardmax, lrn, nll_loss */
     KANN_OCL_PROGRAM_DATA,    /* data movement of any element size, gathers, scatters, pad2d */

@@ -84,6 +84,41 @@ typedef struct conv_shape {
 /* Work-groups a GPU conv GEMM should have at least: a few per compute unit of a large GPU. */
 #define GPU_GEMM_GROUPS 256
 
+/* CPU devices: conv2d_packed with output channels in the lanes (conv2d_lanes.cl), for the
+ * convs that stride or pad inside the kernel, over a reduction of at least LANES_MIN_K steps
+ * and LANES_MIN_C_IN channels: its store writes each pixel's channels one by one, which the
+ * stems' short reductions (RGB input, K = 27 or 147) do not amortize (squeezenet1_1's 0.71 ->
+ * 1.10 ms, resnet18's 1.82 -> 1.95 ms on PoCL; 3x3 stride 2 over 256 channels 1.83 -> 0.69,
+ * over 64 channels 1.03 -> 0.83, 1x1 stride 2 over 128 channels 0.24 -> 0.22). A row of w_out
+ * pixels is nb blocks of at most 16, np each (the last one ragged); the first and last blocks
+ * are built with their column fixed, the ones in between must read inside the row, else this
+ * returns 0 (the pixels-in-lanes kernel takes the conv). */
+#define LANES_MIN_K 128
+#define LANES_MIN_C_IN 16
+static int lanes_launch(const conv_shape *c, kann_ocl_launch *l, int len) {
+    if ((size_t)c->c_in * c->k_h * c->k_w < LANES_MIN_K || c->c_in < LANES_MIN_C_IN) return 0;
+    size_t nb = (c->w_out + 15) / 16, np = (c->w_out + nb - 1) / nb;
+    if (nb > 2) {
+        long left = (long)np * c->stride_w - (long)c->pad_left; /* block 1's first column */
+        long right = (long)((nb - 1) * np - 1) * c->stride_w - (long)c->pad_left +
+                     (long)(c->k_w - 1) * c->dil_w; /* block nb - 2's last column */
+        if (left < 0 || right >= (long)c->w_in) return 0;
+    }
+    snprintf(l->options + len, sizeof l->options - (size_t)len,
+             " -DVW=16 -DW_IN=%u -DW_OUT=%u -DNP=%zu -DNB=%zu", c->w_in, c->w_out, np, nb);
+    l->program = KANN_OCL_PROGRAM_CONV_LANES;
+    l->entry = "f32_conv_lanes";
+    size_t r0 = c->p_b / c->w_out, r1 = (c->p_e - 1) / c->w_out + 1;
+    /* rows per work-item: enough multiply-adds (CONV_ITEM_FMAS lanes) for PoCL's cost per
+     * work-group */
+    size_t row_fmas = (size_t)16 * np * c->c_in * c->k_h * c->k_w;
+    size_t rows_per = row_fmas >= CONV_ITEM_FMAS ? 1 : CONV_ITEM_FMAS / (row_fmas + 1) + 1;
+    l->global[0] = nb;
+    l->global[1] = bands(r1 - r0, rows_per);
+    l->global[2] = (c->m_e - c->m_b + 11) / 12;
+    return 1;
+}
+
 static void conv_launch(const conv_shape *c, int packed, cl_device_type type, kann_ocl_launch *l) {
     int pointwise = c->k_h == 1 && c->k_w == 1 && c->stride_h == 1 && c->stride_w == 1 &&
                     c->pad_top == 0 && c->pad_left == 0 && c->h_in == c->h_out &&
@@ -104,6 +139,8 @@ static void conv_launch(const conv_shape *c, int packed, cl_device_type type, ka
                        c->stride_w, c->dil_h, c->dil_w, c->pad_top, c->pad_left, c->act,
                        c->has_bias, c->has_res);
     if (n_m == 0 || n_p == 0 || c->n == 0) return;
+    if ((type & CL_DEVICE_TYPE_CPU) && packed && !pointwise && !wide && lanes_launch(c, l, len))
+        return;
     if (type & CL_DEVICE_TYPE_CPU) {
         /* Blocks of 8 channels, packed weights too (read per channel): PoCL keeps their 16
          * vector accumulators in registers, where 12-channel panels (24 of them) ran slower on

@@ -1,7 +1,8 @@
 /* The OpenCL f32_conv2d, f32_dwconv2d and f32_conv2d_packed kernels, in both kernel styles,
  * against the reference kernels on random shapes: pointwise convs, stride-1 convs over a padded
  * input (the CPU style's WIDE path, outputs in the input's row pitch), and any other window,
- * stride, dilation and padding (depthwise: the blocks of 4 output rows); rows and planes of
+ * stride, dilation and padding (depthwise: the blocks of 4 output rows; conv2d_packed over 128
+ * or more reduction steps: the CPU style's channels in the lanes); rows and planes of
  * ragged lengths, tiles of channels and of pixels, bias, residual and every activation (PoCL in
  * CI). Skipped without an OpenCL device. */
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 
 #include "opencl_test_main.h"
+#include "ref/conv2d_packed.h"
 
 #ifdef KANN_WITH_OPENCL
 #include "test_opencl_kernels_harness.h"
@@ -90,35 +92,83 @@ static void conv_outputs(kt *k, uint32_t c_out, size_t hw, kann_ref *bias, kann_
     *y = kt_output(k, c_out * hw * 4, 4);
 }
 
-static void packed_case(uint64_t seed, int kind, uint32_t max_c, uint32_t max_w) {
-    kt k;
-    kt_init(&k, seed);
-    conv_window c = random_window(&k, kind, max_c, max_w);
+/* A window for conv2d_lanes.cl (CPU style): a reduction of at least 128 steps over at least 16
+ * channels, a stride or padding inside the kernel, rows up to 70 pixels (blocks of up to 16:
+ * up to 5 a row, so middle blocks too), padding up to 3 columns, and now and then windows
+ * past the input's far edges. */
+static conv_window lanes_window(kt *k) {
+    conv_window c = {0};
+    c.k_h = kt_range(k, 1, 3);
+    c.k_w = kt_range(k, 1, 3);
+    uint32_t taps = c.k_h * c.k_w, min_c = (128 + taps - 1) / taps;
+    c.c_in = kt_range(k, min_c < 16 ? 16 : min_c, (min_c < 16 ? 16 : min_c) + 24);
+    c.h_out = kt_range(k, 1, 6);
+    c.w_out = kt_range(k, 1, 70);
+    c.stride_h = kt_range(k, 1, 3);
+    c.stride_w = kt_range(k, 1, 3);
+    c.dil_h = kt_range(k, 1, 2);
+    c.dil_w = kt_range(k, 1, 2);
+    c.pad_top = kt_range(k, 0, 3);
+    c.pad_left = kt_range(k, 0, 3);
+    if (c.stride_w == 1 && c.pad_left == 0) c.pad_left = 1;
+    uint32_t h_need = (c.h_out - 1) * c.stride_h + (c.k_h - 1) * c.dil_h + 1;
+    uint32_t w_need = (c.w_out - 1) * c.stride_w + (c.k_w - 1) * c.dil_w + 1;
+    uint32_t short_h = kt_range(k, 0, 3), short_w = kt_range(k, 0, 3);
+    c.h_in = h_need > short_h ? h_need - short_h : 1;
+    c.w_in = w_need > short_w ? w_need - short_w : 1;
+    c.w_in += kt_range(k, 0, 2);
+    return c;
+}
+
+/* A conv2d_packed case over window c against the reference; returns whether the launch took
+ * the channels-in-lanes kernel. */
+static int packed_run(kt *k, conv_window c) {
     kann_conv2d_packed_args a;
     memset(&a, 0, sizeof a);
     a.c_in = c.c_in;
-    a.c_out = kt_range(&k, 1, 30);
+    a.c_out = kt_range(k, 1, 30);
     SET_WINDOW(a, c);
-    a.act = random_act(&k);
+    a.act = random_act(k);
     size_t hw = (size_t)a.h_out * a.w_out, K = (size_t)a.c_in * a.k_h * a.k_w;
     size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
     size_t g = KANN_CONV_PIXEL_GRANULE;
-    a.x = kt_input_f32(&k, (size_t)a.c_in * a.h_in * a.w_in, -2.0f, 2.0f);
-    a.w = kt_input_f32(&k, panels * KANN_CONV_PANEL * K, -1.0f, 1.0f);
-    conv_outputs(&k, a.c_out, hw, &a.bias, &a.residual, &a.y);
-    if (kind != CASE_POINTWISE) a.scratch = kt_output(&k, (hw + g - 1) / g * g * K * 4, 4);
-    a.tile = kt_range(&k, 0, 1) ? kt_aligned_tile(&k, 0, a.c_out, KANN_CONV_PANEL)
-                                : kt_aligned_tile(&k, 1, (uint32_t)hw, (uint32_t)g);
+    a.x = kt_input_f32(k, (size_t)a.c_in * a.h_in * a.w_in, -2.0f, 2.0f);
+    a.w = kt_input_f32(k, panels * KANN_CONV_PANEL * K, -1.0f, 1.0f);
+    conv_outputs(k, a.c_out, hw, &a.bias, &a.residual, &a.y);
+    if (!kann_conv2d_packed_pointwise(&a))
+        a.scratch = kt_output(k, (hw + g - 1) / g * g * K * 4, 4);
+    a.tile = kt_range(k, 0, 1) ? kt_aligned_tile(k, 0, a.c_out, KANN_CONV_PANEL)
+                               : kt_aligned_tile(k, 1, (uint32_t)hw, (uint32_t)g);
     /* The reference gathers its input into the scratch, which the OpenCL kernels never
      * touch: run it once beforehand so that the scratch already holds what it writes, then
      * put garbage back into y. */
     if (a.scratch.space != KANN_SPACE_NONE) {
-        kann_exec ex = {k.arena.data, k.consts.data};
+        kann_exec ex = {k->arena.data, k->consts.data};
         kann_kernels[KANN_KERNEL_F32_CONV2D_PACKED].ref(&a, &ex);
-        kt_fill_f32(&k, a.y, a.c_out * hw, -9.0f, 9.0f);
+        kt_fill_f32(k, a.y, a.c_out * hw, -9.0f, 9.0f);
     }
-    kt_run(&k, KANN_KERNEL_F32_CONV2D_PACKED, &a, sizeof a, 0);
+    kann_ocl_launch l;
+    kann_error e;
+    int lanes =
+        kann_ocl_plan_launch(KANN_KERNEL_F32_CONV2D_PACKED, &a, kt_style, &l, &e) == KANN_OK &&
+        l.entry && !strcmp(l.entry, "f32_conv_lanes");
+    kt_run(k, KANN_KERNEL_F32_CONV2D_PACKED, &a, sizeof a, 0);
+    return lanes;
+}
+
+static void packed_case(uint64_t seed, int kind, uint32_t max_c, uint32_t max_w) {
+    kt k;
+    kt_init(&k, seed);
+    packed_run(&k, random_window(&k, kind, max_c, max_w));
     kt_free(&k);
+}
+
+static int lanes_case(uint64_t seed) {
+    kt k;
+    kt_init(&k, seed);
+    int lanes = packed_run(&k, lanes_window(&k));
+    kt_free(&k);
+    return lanes;
 }
 
 /* f32_conv2d (any group), or f32_dwconv2d (group = c_in = c_out) with up to 24 output rows:
@@ -157,6 +207,12 @@ static void run_cases(cl_device_type style) {
         packed_case(4700 + seed, kind, 16, 70); /* long rows */
         conv2d_case(5300 + seed, kind, 0);
         conv2d_case(5900 + seed, kind, 1);
+    }
+    if (style == CL_DEVICE_TYPE_CPU) {
+        int lanes = 0;
+        for (uint64_t seed = 0; seed < CASES; seed++)
+            lanes += lanes_case(6500 + seed);
+        assert_true(lanes >= CASES / 2); /* the others: middle blocks that read padding */
     }
     kt_style = CL_DEVICE_TYPE_CPU;
 }
