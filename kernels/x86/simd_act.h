@@ -68,8 +68,8 @@ static inline vf vf_act(vf v, const kann_act *act, vf lo, vf hi) {
                       vf_min(one, vf_max(zero, vf_fmadd(v, vf_set1(1.0f / 6.0f), vf_set1(0.5f)))));
     case KANN_ACT_SIGMOID:
         return vf_over_one_plus_exp_neg(one, v);
-    case KANN_ACT_SILU:
-        return vf_over_one_plus_exp_neg(v, v);
+    case KANN_ACT_SILU: /* x * sigmoid(x), sigmoid 0 below -88 as in libm: -inf gives NaN */
+        return vf_mul(v, vf_zero_below(vf_over_one_plus_exp_neg(one, v), v, vf_set1(-88.0f)));
     case KANN_ACT_ELU: /* x >= 0: x + alpha (e^0 - 1); x < 0: 0 + alpha (e^x - 1) */
         return vf_fmadd(vf_set1(act->alpha), vf_sub(vf_exp(vf_min(zero, v)), one), vf_max(zero, v));
     case KANN_ACT_GELU:
