@@ -1,6 +1,7 @@
 /* pool2d for AVX-512: max pooling with 16 output pixels of a row per vector, each tap one masked
- * load (stride 1) or two and an even-lane permute (stride 2), padding loaded as -inf, the column
- * masks computed once per call. Average pooling, other strides, windows wider than 16 columns,
+ * load (stride 1) or two and an even-lane permute (stride 2), or for 3 columns at stride 2 four
+ * loads per window row shared by the taps, padding loaded as -inf, the column masks computed
+ * once per call. Average pooling, other strides, windows wider than 16 columns,
  * rows wider than 1024 and huge coordinates run the reference. */
 #include <math.h>
 
@@ -85,6 +86,22 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
             first[v][n_kw[v]++] = iw0;
         }
     }
+    /* 3 columns, stride 2, dilation 1 (resnet18's and squeezenet1_1's max pools): per window
+     * row, the 33 columns 16 outputs read as columns 0..31 and 1..32 (four masked loads, their
+     * running max over the rows), then output j takes columns 2j, 2j + 1 and 2j + 2 by three
+     * permutes: 4 loads a row instead of 6 loads and 3 permutes */
+    int shared3 = stride2 && a->k_w == 3 && a->dil_w == 1;
+    __mmask16 cols3[MAX_VECS][4];
+    for (uint32_t v = 0; shared3 && v < n_vecs; v++) {
+        int64_t len = a->w_out - 16 * v < 16 ? a->w_out - 16 * v : 16;
+        int64_t iw_base = (int64_t)v * 32 - a->pad_left, end = 2 * len + 1; /* columns read */
+        for (int q = 0; q < 4; q++) {
+            int64_t off = (q & 1) * 16 + (q >> 1); /* 0, 16, 1, 17 */
+            cols3[v][q] = lanes(-iw_base - off, w_in - iw_base - off) & lanes(0, end - off);
+        }
+    }
+    const __m512i odd =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     for (size_t p = a->tile.begin; p < a->tile.end; p++) {
         const float *xp = x + p * x_plane;
         for (uint32_t oh = 0; oh < a->h_out; oh++) {
@@ -94,8 +111,24 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
             for (uint32_t v = 0; v < n_vecs; v++) {
                 /* one running max per other tap column: independent chains */
                 __m512 acc = neg_inf, acc1 = neg_inf;
+                if (shared3) {
+                    __m512 c0 = neg_inf, c16 = neg_inf, c1 = neg_inf, c17 = neg_inf;
+                    const __mmask16 *m = cols3[v];
+                    for (uint32_t t = kh.lo; t < kh.hi; t++) {
+                        const float *xc = xp + (size_t)(ih0 + (int64_t)t * a->dil_h) * a->w_in +
+                                          ((int64_t)v * 32 - a->pad_left);
+                        /* NaN inputs are skipped, as in the reference */
+                        c0 = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, m[0], xc), c0);
+                        c16 = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, m[1], xc + 16), c16);
+                        c1 = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, m[2], xc + 1), c1);
+                        c17 = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, m[3], xc + 17), c17);
+                    }
+                    acc = _mm512_max_ps(_mm512_permutex2var_ps(c0, even, c16),
+                                        _mm512_permutex2var_ps(c0, odd, c16));
+                    acc1 = _mm512_permutex2var_ps(c1, odd, c17);
+                }
                 /* no tap column inside x: no row to visit (the outputs are 0) */
-                for (uint32_t t = n_kw[v] ? kh.lo : kh.hi; t < kh.hi; t++) {
+                for (uint32_t t = n_kw[v] && !shared3 ? kh.lo : kh.hi; t < kh.hi; t++) {
                     const float *xr = xp + (size_t)(ih0 + (int64_t)t * a->dil_h) * a->w_in;
                     for (uint32_t i = 0; i < n_kw[v]; i++) {
                         const float *xc = xr + first[v][i];

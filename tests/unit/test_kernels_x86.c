@@ -732,7 +732,8 @@ static void test_dwconv2d_model_shapes(void **state) {
 /* ---- pool2d --------------------------------------------------------------------------------- */
 
 /* Max and average pooling, strides 1-3, dilation, padding wider than the window (windows that
- * cover nothing give 0), ragged rows, NaN inputs (skipped by max), complementary plane tiles. */
+ * cover nothing give 0), ragged rows, NaN inputs (skipped by max), complementary plane tiles;
+ * one case in 8 a 3-column window at stride 2 over rows up to 120 wide. */
 static void test_pool2d_random(void **state) {
     (void)state;
     rng_state = 77;
@@ -753,6 +754,12 @@ static void test_pool2d_random(void **state) {
         a.pad_right = rng_range(0, 3);
         a.h_in = rng_range(1, 12);
         a.w_in = rng_range(1, 50);
+        if (i % 8 == 3) { /* 3 columns at stride 2: the loads shared by the taps */
+            a.k_w = 3;
+            a.stride_w = 2;
+            a.dil_w = 1;
+            a.w_in = rng_range(30, 120);
+        }
         int64_t span_h = (int64_t)a.h_in + a.pad_top + a.pad_bottom - a.dil_h * (a.k_h - 1);
         int64_t span_w = (int64_t)a.w_in + a.pad_left + a.pad_right - a.dil_w * (a.k_w - 1);
         if (span_h < 1 || span_w < 1) continue;
@@ -784,10 +791,10 @@ static void test_pool2d_random(void **state) {
             vs[v].fn(&t0, &ex);
             vs[v].fn(&t1, &ex);
             char what[160];
-            snprintf(what, sizeof what, "pool %s %ux%u k %ux%u s %ux%u d %ux%u p %u %u %u %u",
+            snprintf(what, sizeof what, "pool %s %ux%u k %ux%u s %ux%u d %ux%u p %u %u %u %u act %u",
                      a.kind == KANN_POOL_MAX ? "max" : "avg", a.h_in, a.w_in, a.k_h, a.k_w,
                      a.stride_h, a.stride_w, a.dil_h, a.dil_w, a.pad_top, a.pad_left, a.pad_bottom,
-                     a.pad_right);
+                     a.pad_right, a.act.kind);
             const float *w = at(want), *g = at(a.y);
             for (size_t j = 0; j < out; j++)
                 if (isnan(w[j]) != isnan(g[j]) || (!isnan(w[j]) && fabsf(w[j] - g[j]) > 1e-6f))
