@@ -63,6 +63,12 @@ inline float16 pool_load16(global const float *p, int stride) {
     return (float16)(a.even, b.odd);
 }
 
+/* The lanewise max of a and b where b is not NaN (NaN inputs are skipped, as in the reference
+ * kernel) */
+inline float16 pool_max16(float16 a, float16 b) {
+    return select(a, b, b > a);
+}
+
 /* Input row values at iw = first + j * stride for lanes j < lanes, `outside` (neutral for the
  * max or the sum) where iw lies outside [0, w_in) or the lane past `lanes`. */
 inline float16 pool_gather16(global const float *row, int first, int stride, int w_in, int lanes,
@@ -112,6 +118,7 @@ kernel void f32_pool2d_rows(KANN_KERNEL_ARGS) {
     const int w_lo = count_pad ? -pad_left : 0,
               w_hi = w_in + (count_pad ? I(A_pool2d_pad_right) : 0);
     const float outside = is_max ? -INFINITY : 0.0f;
+    const bool max3s2 = is_max && k_w == 3 && s_w == 2 && dil_w == 1;
     /* outputs [ow_in, ow_end) have every column tap inside [0, w_in) */
     const int ow_in = (pad_left + s_w - 1) / s_w;
     const int last = w_in - 1 + pad_left - (k_w - 1) * dil_w;
@@ -147,18 +154,37 @@ kernel void f32_pool2d_rows(KANN_KERNEL_ARGS) {
         for (int kw = 0; kw < k_w; kw++) {                                                         \
             const int first = iw0 + kw * dil_w;                                                    \
             float16 v = LOAD;                                                                      \
-            acc = is_max ? select(acc, v, v > acc) : acc + v;                                      \
+            acc = is_max ? pool_max16(acc, v) : acc + v;                                           \
         }                                                                                          \
     }
-            if (inside)
+            if (inside && max3s2) {
+                /* 3 columns, stride 2: the max over the window rows of the 33 columns the 16
+                 * outputs read, as columns 0..31 (v0, v1) and 1..32 (u0, u1), then output j
+                 * takes columns 2j, 2j + 1 and 2j + 2: 4 loads a row instead of 6 */
+                float16 v0 = (float16)(outside), v1 = v0, u0 = v0, u1 = v0;
+                for (int kh = 0; kh < k_h; kh++) {
+                    const int ih = ih0 + kh * dil_h;
+                    if (ih < 0 || ih >= h_in) continue;
+                    global const float *xr = xp + (size_t)ih * w_in + iw0;
+                    v0 = pool_max16(v0, vload16(0, xr));
+                    v1 = pool_max16(v1, vload16(0, xr + 16));
+                    u0 = pool_max16(u0, vload16(0, xr + 1));
+                    u1 = pool_max16(u1, vload16(0, xr + 17));
+                }
+                acc = pool_max16(pool_max16((float16)(v0.even, v1.even), (float16)(v0.odd, v1.odd)),
+                                 (float16)(u0.odd, u1.odd));
+            } else if (inside)
                 POOL_TAPS(pool_load16(xr + first, s_w))
             else
                 POOL_TAPS(pool_edge16(xr, first, s_w, w_in, lanes, outside, x, x + x_len))
             /* the window counts: rows times columns, the columns per lane at the edges */
-            float cols[16];
-            for (int j = 0; j < 16; j++)
-                cols[j] = inside ? k_w : taps_inside(iw0 + j * s_w, dil_w, k_w, w_lo, w_hi);
-            const float16 n = (float)rows * vload16(0, cols);
+            float16 n = (float16)((float)(rows * k_w));
+            if (!inside) {
+                float cols[16];
+                for (int j = 0; j < 16; j++)
+                    cols[j] = taps_inside(iw0 + j * s_w, dil_w, k_w, w_lo, w_hi);
+                n = (float)rows * vload16(0, cols);
+            }
             if (!is_max) acc /= n;
             acc = select(acc, (float16)(0.0f), n == (float16)(0.0f)); /* a window of nothing */
             acc = kann_act16(ACT_ARGS(pool2d), acc);
