@@ -85,6 +85,28 @@ inline void wino_next_run(const wino_shape *s, uint len, size_t *th, size_t *tw)
 
 #define WINO_LANES ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 
+/* The row loaders' gather (F(2x2): step 2, n = 4 columns a tile; F(4x4): step 4, n = 6):
+ * d[j] lane k = row[step * k + j], clamped to the row's last column (x0 + that column < w_in),
+ * read lane by lane so that nothing past the row is touched. */
+__attribute__((always_inline)) inline void wino_gather_row(global const float *row, int step, int n,
+                                                           uint w_in, size_t x0, float16 *d) {
+    for (int j = 0; j < n; j++) {
+        float t[16];
+        for (int k = 0; k < 16; k++)
+            t[k] = row[min((size_t)(step * k + j), w_in - 1 - x0)];
+        d[j] = vload16(0, t);
+    }
+}
+
+/* Zero in d[j] the lanes k >= len and the columns x0 + step * k + j past the row. */
+__attribute__((always_inline)) inline void wino_mask_row(int step, int n, uint w_in, size_t x0,
+                                                         uint len, float16 *d) {
+    for (int j = 0; j < n; j++) {
+        const int16 x = (int16)((int)x0 + j) + step * WINO_LANES;
+        d[j] = select((float16)(0.0f), d[j], (WINO_LANES < (int)len) & (x < (int)w_in));
+    }
+}
+
 /* Row y of the channel plane xc at the columns x0 + 2k + j of the 16 tiles k of a run, j = 0..3
  * into d[j]; zero for lanes k >= len and for columns or rows past the plane. Inside the plane,
  * four vector loads split into even and odd lanes (a lane past the row reads the next row, then
@@ -105,17 +127,9 @@ __attribute__((always_inline)) inline void wino_load_row(global const float *xc,
         d[2] = (float16)(c.even, e.even);
         d[3] = (float16)(c.odd, e.odd);
     } else {
-        for (int j = 0; j < 4; j++) {
-            float t[16];
-            for (int k = 0; k < 16; k++)
-                t[k] = row[min((size_t)(2 * k + j), w_in - 1 - x0)];
-            d[j] = vload16(0, t);
-        }
+        wino_gather_row(row, 2, 4, w_in, x0, d);
     }
-    for (int j = 0; j < 4; j++) {
-        const int16 x = (int16)((int)x0 + j) + 2 * WINO_LANES;
-        d[j] = select((float16)(0.0f), d[j], (WINO_LANES < (int)len) & (x < (int)w_in));
-    }
+    wino_mask_row(2, 4, w_in, x0, len, d);
 }
 
 /* V = B^T d B of a 4x4 input tile d (s: scratch of d's type), into v[16] row-major; d, s and
@@ -176,31 +190,23 @@ __attribute__((always_inline)) inline void wino4_load_row(global const float *xc
         d[4] = (float16)(d[0].s1234, d[0].s5678, d[0].s9abc, d[0].sdef, row[64]);
         d[5] = (float16)(d[1].s1234, d[1].s5678, d[1].s9abc, d[1].sdef, row[65]);
     } else {
-        for (int j = 0; j < 6; j++) {
-            float t[16];
-            for (int k = 0; k < 16; k++)
-                t[k] = row[min((size_t)(4 * k + j), w_in - 1 - x0)];
-            d[j] = vload16(0, t);
-        }
+        wino_gather_row(row, 4, 6, w_in, x0, d);
     }
-    for (int j = 0; j < 6; j++) {
-        const int16 x = (int16)((int)x0 + j) + 4 * WINO_LANES;
-        d[j] = select((float16)(0.0f), d[j], (WINO_LANES < (int)len) & (x < (int)w_in));
-    }
+    wino_mask_row(4, 6, w_in, x0, len, d);
 }
 
 /* o = B^T d of F(4x4, 3x3) for six values d0 .. d5 of type T (float or a vector of tiles): a
  * column or row of a 6x6 input tile, as kann_wino4_bt. */
 #define WINO4_BT(T, d0, d1, d2, d3, d4, d5, o0, o1, o2, o3, o4, o5)                                \
     do {                                                                                           \
-        const T a_ = (d4) - 4.0f * (d2), b_ = (d3) - 4.0f * (d1);                                  \
+        const T a_ = (d4)-4.0f * (d2), b_ = (d3)-4.0f * (d1);                                      \
         const T c_ = (d4) - (d2), e_ = 2.0f * ((d3) - (d1));                                       \
-        o0 = 4.0f * (d0) - 5.0f * (d2) + (d4);                                                     \
+        o0 = 4.0f * (d0)-5.0f * (d2) + (d4);                                                       \
         o1 = a_ + b_;                                                                              \
         o2 = a_ - b_;                                                                              \
         o3 = c_ + e_;                                                                              \
         o4 = c_ - e_;                                                                              \
-        o5 = 4.0f * (d1) - 5.0f * (d3) + (d5);                                                     \
+        o5 = 4.0f * (d1)-5.0f * (d3) + (d5);                                                       \
     } while (0)
 
 /* o = A^T m of F(4x4, 3x3) for six values m0 .. m5 of type T: a column or row of a 6x6 tile of
@@ -593,9 +599,10 @@ kernel void f32_wino_gemm(KANN_KERNEL_ARGS) {
 /* Output tile t of output channel m, one work-item's work in f32_conv2d_winograd, for tiles
  * of edge E (2: F(2x2), 4: F(4x4); a constant once inlined): the (E + 2)^2 sums of its input
  * tiles in registers, then Y = A^T M A and the epilogue. */
-__attribute__((always_inline)) inline void
-wino_gpu_tile(global const uint *args, uint at, global float *arena, global const float *consts,
-              size_t m, size_t t, size_t tiles_w, const int E) {
+__attribute__((always_inline)) inline void wino_gpu_tile(global const uint *args, uint at,
+                                                         global float *arena,
+                                                         global const float *consts, size_t m,
+                                                         size_t t, size_t tiles_w, const int E) {
     const int N = E + 2, P = N * N;
     const uint c_in = U(A_conv2d_winograd_c_in), h_in = U(A_conv2d_winograd_h_in);
     const uint w_in = U(A_conv2d_winograd_w_in), c_out = U(A_conv2d_winograd_c_out);
@@ -624,11 +631,11 @@ wino_gpu_tile(global const uint *args, uint at, global float *arena, global cons
     if (E == 4) {
         float r[4][6];
         for (int j = 0; j < 6; j++)
-            WINO4_AT(float, acc[j], acc[6 + j], acc[12 + j], acc[18 + j], acc[24 + j],
-                     acc[30 + j], r[0][j], r[1][j], r[2][j], r[3][j]);
+            WINO4_AT(float, acc[j], acc[6 + j], acc[12 + j], acc[18 + j], acc[24 + j], acc[30 + j],
+                     r[0][j], r[1][j], r[2][j], r[3][j]);
         for (int i = 0; i < 4; i++)
-            WINO4_AT(float, r[i][0], r[i][1], r[i][2], r[i][3], r[i][4], r[i][5], o[i][0],
-                     o[i][1], o[i][2], o[i][3]);
+            WINO4_AT(float, r[i][0], r[i][1], r[i][2], r[i][3], r[i][4], r[i][5], o[i][0], o[i][1],
+                     o[i][2], o[i][3]);
     } else {
         for (int i = 0; i < 2; i++) {
             float r[4];
