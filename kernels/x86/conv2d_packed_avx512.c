@@ -177,6 +177,20 @@ static inline __attribute__((always_inline)) void tail_columns(const kann_conv_t
     const __mmask16 panel = lanes(0, KANN_CONV_PANEL);
     const ptrdiff_t *taps = t->taps;
     size_t n_taps = t->n_taps, b_stride = t->b_stride, g = 0;
+    if (n_taps == 1) { /* one step per group: pointers walk B and the panel */
+        const float *b = t->b + taps[0], *w = t->w;
+        for (; g + (size_t)P <= t->n_groups;
+             g += (size_t)P, b += (size_t)P * b_stride, w += P * KANN_CONV_PANEL) {
+#pragma GCC unroll 8
+            for (int p = 0; p < P; p++) {
+                __m512 wv = _mm512_maskz_loadu_ps(panel, w + p * KANN_CONV_PANEL);
+#pragma GCC unroll 4
+                for (int i = 0; i < C; i++)
+                    d[p * C + i] = _mm512_fmadd_ps(_mm512_set1_ps(b[p * b_stride + col[i]]), wv,
+                                                   d[p * C + i]);
+            }
+        }
+    }
     for (; g + (size_t)P <= t->n_groups; g += (size_t)P) {
         for (size_t tap = 0; tap < n_taps; tap++) {
 #pragma GCC unroll 8
@@ -211,11 +225,50 @@ static inline __attribute__((always_inline)) void tail_columns(const kann_conv_t
     }
 }
 
-/* A strip of n <= TAIL_COLS columns with the panel's channels in the lanes: the sums go
- * through a transposing buffer to the rows the epilogue (or the partial-sum store) takes. */
+/* Where column j of a strip goes in a row of y: j itself, or where its segment puts it; -1
+ * when no segment holds it (a wide strip's dropped column). */
+static inline ptrdiff_t strip_column(const kann_conv_tile *t, size_t j) {
+    if (!t->n_segments) return (ptrdiff_t)j;
+    for (size_t s = 0; s < t->n_segments; s++)
+        if (j >= t->segments[s].lo && j < t->segments[s].hi)
+            return (ptrdiff_t)(t->segments[s].at + (j - t->segments[s].lo));
+    return -1;
+}
+
+/* The last block's store of a column tail, column by column with the panel's channels in the
+ * lanes: bias as one vector, residual gathered and the column scattered down the rows of y. */
+static void column_tail_store(const kann_conv_tile *t, float acc[TAIL_COLS][16]) {
+    const __mmask16 rows = lanes(0, t->mr);
+    const __m512i row_at = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                                                11, 12, 13, 14, 15),
+                                              _mm512_set1_epi32((int)t->ldy));
+    const kann_act *act = t->act;
+    int vec_act = kann_act_vectorizes(act);
+    __m512 lo = _mm512_set1_ps(kann_act_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
+    __m512 bias = t->bias ? _mm512_maskz_loadu_ps(rows, t->bias) : _mm512_setzero_ps();
+    for (size_t j = 0; j < t->n; j++) {
+        ptrdiff_t at = strip_column(t, j);
+        if (at < 0) continue;
+        __m512 v = _mm512_add_ps(_mm512_loadu_ps(acc[j]), bias);
+        if (t->res)
+            v = _mm512_add_ps(v, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows, row_at,
+                                                          t->res + at, 4));
+        if (vec_act) v = vf_act(v, act, lo, hi);
+        _mm512_mask_i32scatter_ps(t->y + at, rows, row_at, v, 4);
+        if (!vec_act)
+            for (size_t r = 0; r < t->mr; r++)
+                t->y[r * t->ldy + at] = kann_act_apply(act, t->y[r * t->ldy + at]);
+    }
+}
+
+/* A strip of n <= TAIL_COLS columns with the panel's channels in the lanes: partial sums go
+ * through a transposing buffer, the last block's store scatters the columns down y's rows
+ * (rows at most INT32_MAX / 16 floats apart, else through the tile's epilogue). */
 static __attribute__((noinline)) void column_tail(const kann_conv_tile *t) {
-    float acc[TAIL_COLS][16] = {{0}};
+    float acc[TAIL_COLS][16];
     size_t n = t->n;
+    for (size_t j = 0; j < n; j++)
+        _mm512_storeu_ps(acc[j], _mm512_setzero_ps());
     if (!t->first)
         for (size_t j = 0; j < n; j++)
             for (size_t r = 0; r < t->mr; r++)
@@ -232,6 +285,10 @@ static __attribute__((noinline)) void column_tail(const kann_conv_tile *t) {
         for (size_t r = 0; r < t->mr; r++)
             for (size_t j = 0; j < n; j++)
                 t->y[r * t->ldy + j] = acc[j][r];
+        return;
+    }
+    if (t->ldy <= INT32_MAX / 16) {
+        column_tail_store(t, acc);
         return;
     }
     __m512 out[KANN_CONV_PANEL][2];
