@@ -7,6 +7,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "kann_kernels.h"
 
@@ -382,25 +385,73 @@ static inline int kann_conv2d_packed_phase_plan(const kann_conv2d_packed_args *a
     return 1;
 }
 
-/* The phase path's loop nest: the planes of every channel into buf, then the grid. */
+/* x_row[i] for 0 <= i < w_in, else 0. */
+static inline float kann_row_at(const float *x_row, int64_t i, uint32_t w_in) {
+    return i >= 0 && i < (int64_t)w_in ? x_row[i] : 0.0f;
+}
+
+/* The two column phases of a stride-2 row in one pass: d0[j] = x_row[iw0 + 2j] and
+ * d1[j] = x_row[iw0 + 2j + 1] for j < n, 0 where the column lies outside [0, w_in). */
+static inline void kann_row_deinterleave(float *d0, float *d1, const float *x_row, int64_t iw0,
+                                         uint32_t w_in, size_t n) {
+    size_t lo0, hi0, lo1, hi1;
+    kann_valid_run(iw0, 2, w_in, n, &lo0, &hi0);
+    kann_valid_run(iw0 + 1, 2, w_in, n, &lo1, &hi1);
+    size_t lo = lo0 > lo1 ? lo0 : lo1, hi = hi0 < hi1 ? hi0 : hi1, j = 0;
+    if (lo > hi) lo = hi;
+    for (; j < lo; j++) {
+        d0[j] = kann_row_at(x_row, iw0 + 2 * (int64_t)j, w_in);
+        d1[j] = kann_row_at(x_row, iw0 + 2 * (int64_t)j + 1, w_in);
+    }
+    const float *src = x_row + iw0 + 2 * (int64_t)j;
+#if defined(__AVX512F__)
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (; j + 16 <= hi; j += 16, src += 32) {
+        __m512 a = _mm512_loadu_ps(src), b = _mm512_loadu_ps(src + 16);
+        _mm512_storeu_ps(d0 + j, _mm512_permutex2var_ps(a, even, b));
+        _mm512_storeu_ps(d1 + j, _mm512_permutex2var_ps(a, odd, b));
+    }
+#endif
+    for (; j < hi; j++, src += 2) {
+        d0[j] = src[0];
+        d1[j] = src[1];
+    }
+    for (; j < n; j++) {
+        d0[j] = kann_row_at(x_row, iw0 + 2 * (int64_t)j, w_in);
+        d1[j] = kann_row_at(x_row, iw0 + 2 * (int64_t)j + 1, w_in);
+    }
+}
+
+/* The phase path's loop nest: the planes of every channel into buf (the two column phases of a
+ * row phase at stride 2 in one pass over each input row), then the grid. */
 static inline __attribute__((always_inline)) void
 kann_conv2d_packed_drive_phase(const kann_conv2d_packed_args *a, const kann_exec *ex, size_t nr,
                                kann_conv_microkernel ukr, kann_conv_span sp,
                                const kann_conv_phases *ph, float *buf) {
     const float *x = kann_cref(ex, a->x);
     size_t plane = ph->rows * ph->w_h, x_plane = (size_t)a->h_in * a->w_in;
-    float *d = buf;
     for (size_t c = 0; c < a->c_in; c++) {
+        float *dc = buf + c * ph->n_planes * plane;
         for (size_t p = 0; p < ph->n_planes; p++) {
+            int paired = a->stride_w == 2 && p + 1 < ph->n_planes && ph->pr[p + 1] == ph->pr[p] &&
+                         ph->pc[p + 1] == ph->pc[p] + 1;
             int64_t iw0 = (int64_t)ph->pc[p] - a->pad_left;
+            float *d = dc + p * plane;
             for (size_t i = 0; i < ph->rows; i++, d += ph->w_h) {
                 int64_t ih = (int64_t)(ph->row0 + i) * a->stride_h + ph->pr[p] - a->pad_top;
-                if (ih < 0 || ih >= (int64_t)a->h_in)
+                if (ih < 0 || ih >= (int64_t)a->h_in) {
                     kann_fill_zero(d, ph->w_h);
+                    if (paired) kann_fill_zero(d + plane, ph->w_h);
+                    continue;
+                }
+                const float *xr = x + c * x_plane + (size_t)ih * a->w_in;
+                if (paired)
+                    kann_row_deinterleave(d, d + plane, xr, iw0, a->w_in, ph->w_h);
                 else
-                    kann_row_copy(d, x + c * x_plane + (size_t)ih * a->w_in, iw0, a->stride_w,
-                                  a->w_in, ph->w_h);
+                    kann_row_copy(d, xr, iw0, a->stride_w, a->w_in, ph->w_h);
             }
+            p += (size_t)paired;
         }
     }
     kann_conv2d_packed_grid(a, ex, nr, ukr, sp, buf, ph->n_planes * plane, ph->w_h, ph->row0,

@@ -28,30 +28,52 @@ static inline __mmask16 lanes(size_t lo, size_t hi) {
     return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
 
-/* One row's two vectors through the segments of a wide strip: lanes outside every segment
- * (columns of the wide grid past w_out) are dropped; each segment's lanes are packed together
- * (compress) and stored at its place in y, the residual unpacked (expand) to meet them. */
-static inline void store_segments(const kann_conv_tile *t, size_t r, __m512 v0, __m512 v1,
-                                  int vec_act, __m512 lo, __m512 hi) {
-    float *y = t->y + r * t->ldy;
-    const float *res = t->res ? t->res + r * t->ldy : NULL;
+/* One vector's part of a wide strip's segment: the lanes m of row vector `half` are packed
+ * together (compress) and stored at y + at (and the residual read there, unpacked to meet
+ * them); lanes outside every segment (columns of the wide grid past w_out) are dropped. */
+typedef struct segment_store {
+    __mmask16 m, packed;
+    unsigned half;
+    size_t at;
+} segment_store;
+
+/* The segment stores of strip t, at most 2 * KANN_CONV_MAX_STRIP. */
+static size_t segment_stores(const kann_conv_tile *t, segment_store *ops) {
+    size_t count = 0;
     for (size_t s = 0; s < t->n_segments; s++) {
         const kann_conv_segment *sg = &t->segments[s];
-        for (size_t half = 0; half < 2; half++) {
+        for (unsigned half = 0; half < 2; half++) {
             size_t a = sg->lo > 16 * half ? sg->lo - 16 * half : 0;
             size_t b = sg->hi < 16 * half + 16 ? sg->hi - 16 * half : 16;
             if (sg->hi <= 16 * half || a >= b) continue;
-            __mmask16 m = lanes(a, b), packed = lanes(0, b - a);
-            size_t at = sg->at + (16 * half + a - sg->lo);
-            __m512 v = half ? v1 : v0;
-            if (res)
-                v = _mm512_add_ps(
-                    v, _mm512_maskz_expand_ps(m, _mm512_maskz_loadu_ps(packed, res + at)));
+            ops[count++] = (segment_store){lanes(a, b), lanes(0, b - a), half,
+                                           sg->at + (16 * half + a - sg->lo)};
+        }
+    }
+    return count;
+}
+
+/* The last block's store of a wide strip: per segment store, every row. */
+static void store_segments(const kann_conv_tile *t, __m512 c[KANN_CONV_PANEL][2], int vec_act,
+                           __m512 lo, __m512 hi) {
+    segment_store ops[2 * KANN_CONV_MAX_STRIP];
+    size_t n_ops = segment_stores(t, ops);
+    for (size_t o = 0; o < n_ops; o++) {
+        const segment_store op = ops[o];
+        float *y = t->y + op.at;
+        const float *res = t->res ? t->res + op.at : NULL;
+        for (size_t r = 0; r < t->mr; r++, y += t->ldy) {
+            __m512 v = c[r][op.half];
+            if (res) {
+                v = _mm512_add_ps(v, _mm512_maskz_expand_ps(op.m,
+                                                            _mm512_maskz_loadu_ps(op.packed, res)));
+                res += t->ldy;
+            }
             if (vec_act) v = vf_act(v, t->act, lo, hi);
-            _mm512_mask_storeu_ps(y + at, packed, _mm512_maskz_compress_ps(m, v));
+            _mm512_mask_storeu_ps(y, op.packed, _mm512_maskz_compress_ps(op.m, v));
             if (!vec_act)
-                for (size_t j = 0; j < b - a; j++)
-                    y[at + j] = kann_act_apply(t->act, y[at + j]);
+                for (unsigned j = 0; j < (unsigned)__builtin_popcount(op.m); j++)
+                    y[j] = kann_act_apply(t->act, y[j]);
         }
     }
 }
@@ -65,18 +87,19 @@ static __attribute__((noinline)) void epilogue(const kann_conv_tile *t,
     const kann_act *act = t->act;
     int vec_act = kann_act_vectorizes(act);
     __m512 lo = _mm512_set1_ps(kann_act_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
+    if (t->bias)
+        for (size_t r = 0; r < t->mr; r++) {
+            __m512 bv = _mm512_set1_ps(t->bias[r]);
+            c[r][0] = _mm512_add_ps(c[r][0], bv);
+            c[r][1] = _mm512_add_ps(c[r][1], bv);
+        }
+    if (t->n_segments) {
+        store_segments(t, c, vec_act, lo, hi);
+        return;
+    }
     for (size_t r = 0; r < t->mr; r++) {
         float *y = t->y + r * t->ldy;
         __m512 v0 = c[r][0], v1 = c[r][1];
-        if (t->bias) {
-            __m512 bv = _mm512_set1_ps(t->bias[r]);
-            v0 = _mm512_add_ps(v0, bv);
-            v1 = _mm512_add_ps(v1, bv);
-        }
-        if (t->n_segments) {
-            store_segments(t, r, v0, v1, vec_act, lo, hi);
-            continue;
-        }
         if (t->res) {
             const float *res = t->res + r * t->ldy;
             v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, res));
