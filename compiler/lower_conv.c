@@ -127,8 +127,9 @@ static int pack_winograd_weights(kc_graph *g, int w, uint32_t c_out, uint32_t c_
     return v;
 }
 
-/* A 3x3 stride-1 conv through conv2d_winograd: its input padded once (pad2d) unless the windows
- * already lie inside it, the transformed tiles in a scratch value split by tiles. */
+/* A 3x3 stride-1 conv through conv2d_winograd: its padding read in place where the kernel can
+ * (else its input padded once, pad2d), the transformed tiles in a scratch value split by
+ * tiles. */
 static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
@@ -143,7 +144,14 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
     a->h_in = c2->h_in;
     a->w_in = c2->w_in;
     a->act = c2->act;
-    if (c2->pad_top || c2->pad_left || c2->h_in < c2->h_out + 2 || c2->w_in < c2->w_out + 2) {
+    /* equal padding up to 2 above and left, no more below and right: read in place */
+    uint32_t pad = c2->pad_top;
+    int in_place = pad <= 2 && c2->pad_left == pad &&
+                   (uint64_t)c2->h_out + 2 <= (uint64_t)c2->h_in + 2 * pad &&
+                   (uint64_t)c2->w_out + 2 <= (uint64_t)c2->w_in + 2 * pad;
+    if (in_place) {
+        a->pad = pad;
+    } else {
         a->h_in = c2->h_out + 2;
         a->w_in = c2->w_out + 2;
         x = pad_input(g, p, id, x, c2, a->h_in, a->w_in);

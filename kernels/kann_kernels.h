@@ -255,12 +255,14 @@ typedef struct kann_conv2d_packed_args {
     kann_act act;
 } kann_conv2d_packed_args;
 
-/* conv2d_winograd: a 3x3, stride-1, dilation-1, group-1 conv of one image over an input padded
- * beforehand (kernel pad2d), by Winograd F(e x e, 3x3) with output tiles of edge e = 2 or 4:
- *   y[m][oh][ow] = act(sum_{c,kh,kw} W[m][c][kh][kw] * x[c][oh + kh][ow + kw] + bias[m]
- *                      + residual[m][oh][ow]),  x[c][i][j] = 0 for i >= h_in or j >= w_in,
- * with h_in >= h_out + 2 and w_in >= w_out + 2 (x is read as zero past its edge only by the
- * extra rows or columns of a ragged last tile, when h_out or w_out is not a multiple of e).
+/* conv2d_winograd: a 3x3, stride-1, dilation-1, group-1 conv of one image, by Winograd
+ * F(e x e, 3x3) with output tiles of edge e = 2 or 4, its padding read in place:
+ *   y[m][oh][ow] = act(sum_{c,kh,kw} W[m][c][kh][kw] * x[c][oh + kh - pad][ow + kw - pad]
+ *                      + bias[m] + residual[m][oh][ow]),
+ * x[c][i][j] = 0 for i or j outside [0, h_in) x [0, w_in): pad (at most 2) rows above and
+ * columns left of x, and below and right of it what the output size implies, with
+ * h_out + 2 <= h_in + 2 * pad and w_out + 2 <= w_in + 2 * pad (unequal or larger paddings: x
+ * padded beforehand, kernel pad2d, and pad 0).
  * transform picks the tiles: KANN_WINO_F2X2 (e = 2: 4x4 input tiles, P = 16 positions) or
  * KANN_WINO_F4X4 (e = 4: 6x6 input tiles, P = 36 positions; the transforms of Lavin and Gray
  * on the points 0, +-1, +-2, infinity).
@@ -285,7 +287,7 @@ typedef struct kann_conv2d_winograd_args {
     uint32_t c_in, h_in, w_in, c_out;
     uint32_t h_out, w_out;
     uint32_t transform; /* kann_wino_transform */
-    uint32_t reserved;  /* zero */
+    uint32_t pad;       /* rows above and columns left of x read as zero */
     kann_act act;
 } kann_conv2d_winograd_args;
 

@@ -33,7 +33,7 @@
 /* A record's shape, output tile edge e (2 or 4) and ranges of output channels [m_begin, m_end)
  * and tiles [t_begin, t_end). */
 typedef struct wino_shape {
-    uint c_in, h_in, w_in, c_out, h_out, w_out, e;
+    uint c_in, h_in, w_in, c_out, h_out, w_out, e, pad;
     size_t tiles_w, m_begin, m_end, t_begin, t_end;
 } wino_shape;
 
@@ -46,6 +46,7 @@ inline wino_shape wino_read_shape(global const uint *args, uint at) {
     s.h_out = U(A_conv2d_winograd_h_out);
     s.w_out = U(A_conv2d_winograd_w_out);
     s.e = U(A_conv2d_winograd_transform) == WINO_F4X4 ? 4 : 2;
+    s.pad = U(A_conv2d_winograd_pad);
     s.tiles_w = (s.w_out + s.e - 1) / s.e;
     s.m_begin = 0;
     s.m_end = s.c_out;
@@ -86,40 +87,43 @@ inline void wino_next_run(const wino_shape *s, uint len, size_t *th, size_t *tw)
 #define WINO_LANES ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 
 /* The row loaders' gather (F(2x2): step 2, n = 4 columns a tile; F(4x4): step 4, n = 6):
- * d[j] lane k = row[step * k + j], clamped to the row's last column (x0 + that column < w_in),
- * read lane by lane so that nothing past the row is touched. */
+ * d[j] lane k = row[x0 + step * k + j] (row: the row's first column), the column clamped into
+ * [0, w_in), read lane by lane so that nothing outside the row is touched. */
 __attribute__((always_inline)) inline void wino_gather_row(global const float *row, int step, int n,
-                                                           uint w_in, size_t x0, float16 *d) {
+                                                           uint w_in, long x0, float16 *d) {
     for (int j = 0; j < n; j++) {
         float t[16];
         for (int k = 0; k < 16; k++)
-            t[k] = row[min((size_t)(step * k + j), w_in - 1 - x0)];
+            t[k] = row[clamp(x0 + step * k + j, 0L, (long)w_in - 1)];
         d[j] = vload16(0, t);
     }
 }
 
-/* Zero in d[j] the lanes k >= len and the columns x0 + step * k + j past the row. */
-__attribute__((always_inline)) inline void wino_mask_row(int step, int n, uint w_in, size_t x0,
+/* Zero in d[j] the lanes k >= len and the columns x0 + step * k + j outside the row. */
+__attribute__((always_inline)) inline void wino_mask_row(int step, int n, uint w_in, long x0,
                                                          uint len, float16 *d) {
     for (int j = 0; j < n; j++) {
         const int16 x = (int16)((int)x0 + j) + step * WINO_LANES;
-        d[j] = select((float16)(0.0f), d[j], (WINO_LANES < (int)len) & (x < (int)w_in));
+        d[j] = select((float16)(0.0f), d[j],
+                      (WINO_LANES < (int)len) & (x >= 0) & (x < (int)w_in));
     }
 }
 
 /* Row y of the channel plane xc at the columns x0 + 2k + j of the 16 tiles k of a run, j = 0..3
- * into d[j]; zero for lanes k >= len and for columns or rows past the plane. Inside the plane,
- * four vector loads split into even and odd lanes (a lane past the row reads the next row, then
- * is masked); at the end of the plane, a gather. */
+ * into d[j]; zero for lanes k >= len and for columns or rows outside the plane (y and x0 are
+ * negative in the padding above and left of it). Inside the plane, four vector loads split
+ * into even and odd lanes (a lane outside the row reads the row before or after, then is
+ * masked); at the start and end of the plane, a gather. */
 __attribute__((always_inline)) inline void wino_load_row(global const float *xc, uint h_in,
-                                                         uint w_in, size_t y, size_t x0, uint len,
+                                                         uint w_in, long y, long x0, uint len,
                                                          float16 d[4]) {
-    if (y >= h_in) {
+    if (y < 0 || y >= h_in) {
         d[0] = d[1] = d[2] = d[3] = (float16)(0.0f);
         return;
     }
-    global const float *row = xc + y * w_in + x0;
-    if (row + 2 * 16 + 2 <= xc + (size_t)h_in * w_in) {
+    global const float *row = xc + y * w_in;
+    if (y * w_in + x0 >= 0 && row + x0 + 2 * 16 + 2 <= xc + (size_t)h_in * w_in) {
+        row += x0;
         const float16 a = vload16(0, row), b = vload16(1, row);
         const float16 c = vload16(0, row + 2), e = vload16(1, row + 2);
         d[0] = (float16)(a.even, b.even);
@@ -153,32 +157,34 @@ __attribute__((always_inline)) inline void wino_load_row(global const float *xc,
 /* The input transform of a run of len <= 16 tiles of tile row th from tile column tw0, channel
  * plane xc: V = B^T d B, lane k of v[p] for tile k. */
 __attribute__((always_inline)) inline void wino_input_run(global const float *xc, uint h_in,
-                                                          uint w_in, size_t th, size_t tw0,
-                                                          uint len, float16 v[16]) {
+                                                          uint w_in, uint pad, size_t th,
+                                                          size_t tw0, uint len, float16 v[16]) {
     float16 d[4][4], s[4][4];
     for (int i = 0; i < 4; i++)
-        wino_load_row(xc, h_in, w_in, 2 * th + i, 2 * tw0, len, d[i]);
+        wino_load_row(xc, h_in, w_in, (long)(2 * th + i) - pad, (long)(2 * tw0) - pad, len, d[i]);
     WINO_INPUT_TRANSFORM(d, s, v);
 }
 
 /* Row y of the channel plane xc at the columns x0 + 4k + j of the 16 tiles k of a run, j = 0..5
- * into d[j]; zero for lanes k >= len and for columns or rows past the plane. Where the 66
- * floats from the row's start lie inside x (x_end: the end of the whole input, so that only
- * the last rows of the last channel miss), four vector loads split by column mod 4 in two
- * rounds of even and odd lanes (eight two-source permutes), and columns 4k + 4 and 4k + 5 are
- * those of 4k and 4k + 1 one tile on (a lane past the row reads the next row or plane, then is
- * masked); else a gather. */
+ * into d[j]; zero for lanes k >= len and for columns or rows outside the plane (y and x0 are
+ * negative in the padding). Where the 66 floats from column x0 lie inside x (x, x_end: the
+ * whole input, so that only the first rows of the first channel and the last rows of the last
+ * miss), four vector loads split by column mod 4 in two rounds of even and odd lanes (eight
+ * two-source permutes), and columns 4k + 4 and 4k + 5 are those of 4k and 4k + 1 one tile on
+ * (a lane outside the row reads a neighbouring row or plane, then is masked); else a gather. */
 __attribute__((always_inline)) inline void wino4_load_row(global const float *xc,
+                                                          global const float *x,
                                                           global const float *x_end, uint h_in,
-                                                          uint w_in, size_t y, size_t x0, uint len,
+                                                          uint w_in, long y, long x0, uint len,
                                                           float16 d[6]) {
-    if (y >= h_in) {
+    if (y < 0 || y >= h_in) {
         for (int j = 0; j < 6; j++)
             d[j] = (float16)(0.0f);
         return;
     }
-    global const float *row = xc + y * w_in + x0;
-    if (row + 4 * 16 + 2 <= x_end) {
+    global const float *row = xc + y * w_in;
+    if ((xc - x) + y * w_in + x0 >= 0 && row + x0 + 4 * 16 + 2 <= x_end) {
+        row += x0;
         const float16 a0 = vload16(0, row), a1 = vload16(1, row);
         const float16 a2 = vload16(2, row), a3 = vload16(3, row);
         const float16 e01 = (float16)(a0.even, a1.even), o01 = (float16)(a0.odd, a1.odd);
@@ -234,12 +240,14 @@ __attribute__((always_inline)) inline void wino4_load_row(global const float *xc
 /* The F(4x4) input transform of a run of len <= 16 tiles of tile row th from tile column tw0,
  * channel plane xc: V = B^T d B, lane k of v[p] for tile k. */
 __attribute__((always_inline)) inline void wino4_input_run(global const float *xc,
+                                                           global const float *x,
                                                            global const float *x_end, uint h_in,
-                                                           uint w_in, size_t th, size_t tw0,
-                                                           uint len, float16 v[36]) {
+                                                           uint w_in, uint pad, size_t th,
+                                                           size_t tw0, uint len, float16 v[36]) {
     float16 d[6][6], s[6][6];
     for (int i = 0; i < 6; i++)
-        wino4_load_row(xc, x_end, h_in, w_in, 4 * th + i, 4 * tw0, len, d[i]);
+        wino4_load_row(xc, x, x_end, h_in, w_in, (long)(4 * th + i) - pad, (long)(4 * tw0) - pad,
+                       len, d[i]);
     WINO4_INPUT_TRANSFORM(float16, d, s, v);
 }
 
@@ -263,7 +271,7 @@ inline void wino4_input_block(global const uint *args, uint at, global float *ar
         for (uint j = 0, len; j < n; j += len) {
             len = wino_run_len(s, tw, n - j);
             float16 t[36];
-            wino4_input_run(xc, x_end, s->h_in, s->w_in, th, tw, len, t);
+            wino4_input_run(xc, x, x_end, s->h_in, s->w_in, s->pad, th, tw, len, t);
             for (int p = 0; p < 36; p++)
                 vstore16(t[p], 0, vb[p] + j);
             wino_next_run(s, len, &th, &tw);
@@ -302,7 +310,7 @@ kernel void f32_wino_input(KANN_KERNEL_ARGS) {
         for (uint j = 0, len; j < n; j += len) {
             len = wino_run_len(&s, tw, n - j);
             float16 t[16];
-            wino_input_run(xc, s.h_in, s.w_in, th, tw, len, t);
+            wino_input_run(xc, s.h_in, s.w_in, s.pad, th, tw, len, t);
             for (int p = 0; p < 16; p++)
                 vstore16(t[p], 0, vb[p] + j);
             wino_next_run(&s, len, &th, &tw);
@@ -607,8 +615,10 @@ __attribute__((always_inline)) inline void wino_gpu_tile(global const uint *args
     const uint c_in = U(A_conv2d_winograd_c_in), h_in = U(A_conv2d_winograd_h_in);
     const uint w_in = U(A_conv2d_winograd_w_in), c_out = U(A_conv2d_winograd_c_out);
     const uint h_out = U(A_conv2d_winograd_h_out), w_out = U(A_conv2d_winograd_w_out);
-    const size_t panels = (c_out + 11) / 12, th = t / tiles_w, i0 = E * th;
-    const size_t j0 = E * (t - th * tiles_w), step = panels * c_in * 12;
+    const long pad = U(A_conv2d_winograd_pad);
+    const size_t panels = (c_out + 11) / 12, th = t / tiles_w, step = panels * c_in * 12;
+    const size_t o0 = E * th, p0 = E * (t - th * tiles_w); /* the tile's first output */
+    const long i0 = (long)o0 - pad, j0 = (long)p0 - pad;      /* and its input window's */
     global const float *x = IN_REF(A_conv2d_winograd_x);
     global const float *um = IN_REF(A_conv2d_winograd_u) + (m / 12) * c_in * 12 + m % 12;
     float acc[36];
@@ -619,7 +629,9 @@ __attribute__((always_inline)) inline void wino_gpu_tile(global const uint *args
         float d[6][6], s[6][6], v[36];
         for (int i = 0; i < N; i++)
             for (int j = 0; j < N; j++)
-                d[i][j] = i0 + i < h_in && j0 + j < w_in ? xc[(i0 + i) * w_in + j0 + j] : 0.0f;
+                d[i][j] = i0 + i >= 0 && i0 + i < h_in && j0 + j >= 0 && j0 + j < w_in
+                              ? xc[(i0 + i) * w_in + j0 + j]
+                              : 0.0f;
         if (E == 4)
             WINO4_INPUT_TRANSFORM(float, d, s, v);
         else
@@ -649,9 +661,9 @@ __attribute__((always_inline)) inline void wino_gpu_tile(global const uint *args
     const size_t hw = (size_t)h_out * w_out;
     const float bias = HAS_REF(A_conv2d_winograd_bias) ? IN_REF(A_conv2d_winograd_bias)[m] : 0.0f;
     global float *y = OUT_REF(A_conv2d_winograd_y) + m * hw;
-    for (int i = 0; i < E && i0 + i < h_out; i++)
-        for (int j = 0; j < E && j0 + j < w_out; j++) {
-            const size_t at_o = (i0 + i) * w_out + j0 + j;
+    for (int i = 0; i < E && o0 + i < h_out; i++)
+        for (int j = 0; j < E && p0 + j < w_out; j++) {
+            const size_t at_o = (o0 + i) * w_out + p0 + j;
             float val = o[i][j] + bias;
             if (HAS_REF(A_conv2d_winograd_residual))
                 val += IN_REF(A_conv2d_winograd_residual)[m * hw + at_o];

@@ -25,11 +25,12 @@ void kann_f32_conv2d_winograd_ref(const void *args, const kann_exec *ex) {
 kann_status kann_conv2d_winograd_validate(const void *args, const kann_bounds *b, kann_error *err) {
     const kann_conv2d_winograd_args *a = args;
     kann_status s;
-    if (a->reserved != 0)
-        return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_winograd: reserved field is not zero");
+    if (a->pad > 2)
+        return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_winograd: padding past 2");
     if (a->transform >= KANN_WINO_TRANSFORM_COUNT)
         return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_winograd: unknown transform");
-    if ((uint64_t)a->h_out + 2 > a->h_in || (uint64_t)a->w_out + 2 > a->w_in)
+    if ((uint64_t)a->h_out + 2 > (uint64_t)a->h_in + 2 * a->pad ||
+        (uint64_t)a->w_out + 2 > (uint64_t)a->w_in + 2 * a->pad)
         return kann_msg_set(err, KANN_E_CORRUPT,
                             "conv2d_winograd: the 3x3 windows do not fit the padded input");
     uint32_t e = (uint32_t)kann_wino_edge(a), positions = (uint32_t)kann_wino_positions(a);

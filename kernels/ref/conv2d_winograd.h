@@ -65,13 +65,21 @@ static inline void kann_wino4_at(const float m[6], float o[4]) {
     o[3] = b + 8.0f * d + m[5];
 }
 
-/* V = B^T d B of one 4x4 input tile; d rows and columns outside x read as zero. */
-static inline void kann_wino_input_tile(const float *xc, size_t h_in, size_t w_in, size_t i0,
-                                        size_t j0, float v[16]) {
+/* xc[i][j] of a plane h_in x w_in, 0 outside it. */
+static inline float kann_wino_at(const float *xc, size_t h_in, size_t w_in, int64_t i, int64_t j) {
+    return i >= 0 && j >= 0 && (uint64_t)i < h_in && (uint64_t)j < w_in
+               ? xc[(size_t)i * w_in + (size_t)j]
+               : 0.0f;
+}
+
+/* V = B^T d B of the 4x4 input tile at row i0, column j0 (negative: in the padding); d rows
+ * and columns outside x read as zero. */
+static inline void kann_wino_input_tile(const float *xc, size_t h_in, size_t w_in, int64_t i0,
+                                        int64_t j0, float v[16]) {
     float d[4][4];
-    for (size_t i = 0; i < 4; i++)
-        for (size_t j = 0; j < 4; j++)
-            d[i][j] = i0 + i < h_in && j0 + j < w_in ? xc[(i0 + i) * w_in + j0 + j] : 0.0f;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            d[i][j] = kann_wino_at(xc, h_in, w_in, i0 + i, j0 + j);
     float t[4][4];
     for (size_t j = 0; j < 4; j++) {
         t[0][j] = d[0][j] - d[2][j];
@@ -87,14 +95,14 @@ static inline void kann_wino_input_tile(const float *xc, size_t h_in, size_t w_i
     }
 }
 
-/* V = B^T d B of one 6x6 input tile of F(4x4, 3x3); d rows and columns outside x read as
- * zero. */
-static inline void kann_wino4_input_tile(const float *xc, size_t h_in, size_t w_in, size_t i0,
-                                         size_t j0, float v[36]) {
+/* V = B^T d B of the 6x6 input tile of F(4x4, 3x3) at row i0, column j0; d rows and columns
+ * outside x read as zero. */
+static inline void kann_wino4_input_tile(const float *xc, size_t h_in, size_t w_in, int64_t i0,
+                                         int64_t j0, float v[36]) {
     float d[6][6], t[6][6];
-    for (size_t i = 0; i < 6; i++)
-        for (size_t j = 0; j < 6; j++)
-            d[i][j] = i0 + i < h_in && j0 + j < w_in ? xc[(i0 + i) * w_in + j0 + j] : 0.0f;
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++)
+            d[i][j] = kann_wino_at(xc, h_in, w_in, i0 + i, j0 + j);
     for (size_t j = 0; j < 6; j++) { /* columns: t = B^T d */
         float col[6], o[6];
         for (size_t i = 0; i < 6; i++)
@@ -124,10 +132,11 @@ static inline void kann_wino_input_block(const kann_conv2d_winograd_args *a, con
             float t[KANN_WINO_MAX_POSITIONS] = {0};
             if (j < n) {
                 size_t q = q0 + j, th = q / tw_n, tw = q - th * tw_n;
+                int64_t i0 = (int64_t)(e * th) - a->pad, j0 = (int64_t)(e * tw) - a->pad;
                 if (e == 4)
-                    kann_wino4_input_tile(xc, a->h_in, a->w_in, 4 * th, 4 * tw, t);
+                    kann_wino4_input_tile(xc, a->h_in, a->w_in, i0, j0, t);
                 else
-                    kann_wino_input_tile(xc, a->h_in, a->w_in, 2 * th, 2 * tw, t);
+                    kann_wino_input_tile(xc, a->h_in, a->w_in, i0, j0, t);
             }
             for (size_t p = 0; p < positions; p++)
                 rows[p][j] = t[p];

@@ -67,6 +67,11 @@ static inline __mmask16 first_lanes(int64_t k) {
     return k <= 0 ? 0 : k >= 16 ? 0xffff : (__mmask16)((1u << k) - 1u);
 }
 
+/* The lanes i of a vector loaded from column col + i of a row w_in wide that lie in the row. */
+static inline __mmask16 row_lanes(int64_t col, int64_t w_in) {
+    return first_lanes(w_in - col) & (__mmask16)~first_lanes(-col);
+}
+
 /* Columns past the block's runs are zero in every position of v [P][c_in][32]. */
 static void zero_block_tail(float *vc, size_t positions, size_t ps, size_t n) {
     if (n >= KANN_WINO_BLOCK) return;
@@ -102,13 +107,14 @@ static inline __attribute__((always_inline)) void at4(const __m512 m[6], __m512 
 }
 
 /* Row y of the plane xc at the columns col0 + 4k + j of the 16 tiles k of a run, j = 0..5, into
- * d[j]; zero past the row (lanes of tiles past the run hold whatever the row has there). The
+ * d[j]; zero outside the plane (rows and columns of the padding, columns past the row; lanes of
+ * tiles past the run hold whatever the row has there). The
  * 64 columns col0 .. col0 + 63 are split by column mod 4 in two steps: a permute puts columns
  * j and j + 1 of 8 tiles side by side, 128-bit shuffles join the halves; columns 4 and 5 of
  * tile k are columns 0 and 1 of tile k + 1. */
 static inline __attribute__((always_inline)) void row4(const float *xc, size_t h_in, size_t w_in,
-                                                       size_t y, size_t col0, __m512 d[6]) {
-    if (y >= h_in) {
+                                                       int64_t y, int64_t col0, __m512 d[6]) {
+    if (y < 0 || y >= (int64_t)h_in) {
         for (int j = 0; j < 6; j++)
             d[j] = _mm512_setzero_ps();
         return;
@@ -117,14 +123,15 @@ static inline __attribute__((always_inline)) void row4(const float *xc, size_t h
         _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
     const __m512i pair23 =
         _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
-    const float *row = xc + y * w_in + col0;
-    int64_t left = (int64_t)w_in - (int64_t)col0;
-    __m512 A = _mm512_maskz_loadu_ps(first_lanes(left), row);
-    __m512 B = _mm512_maskz_loadu_ps(first_lanes(left - 16), row + 16);
-    __m512 C = _mm512_maskz_loadu_ps(first_lanes(left - 32), row + 32);
-    __m512 D = _mm512_maskz_loadu_ps(first_lanes(left - 48), row + 48);
-    __m512 t4 = _mm512_maskz_loadu_ps(first_lanes(left - 64) & 1, row + 64);
-    __m512 t5 = _mm512_maskz_loadu_ps(first_lanes(left - 65) & 1, row + 65);
+    /* masked lanes are not read: col0 may be -pad */
+    const float *row = xc + ((ptrdiff_t)y * (ptrdiff_t)w_in + col0);
+    int64_t w = (int64_t)w_in;
+    __m512 A = _mm512_maskz_loadu_ps(row_lanes(col0, w), row);
+    __m512 B = _mm512_maskz_loadu_ps(row_lanes(col0 + 16, w), row + 16);
+    __m512 C = _mm512_maskz_loadu_ps(row_lanes(col0 + 32, w), row + 32);
+    __m512 D = _mm512_maskz_loadu_ps(row_lanes(col0 + 48, w), row + 48);
+    __m512 t4 = _mm512_maskz_loadu_ps(row_lanes(col0 + 64, w) & 1, row + 64);
+    __m512 t5 = _mm512_maskz_loadu_ps(row_lanes(col0 + 65, w) & 1, row + 65);
     __m512 ab01 = _mm512_permutex2var_ps(A, pair01, B), cd01 = _mm512_permutex2var_ps(C, pair01, D);
     __m512 ab23 = _mm512_permutex2var_ps(A, pair23, B), cd23 = _mm512_permutex2var_ps(C, pair23, D);
     d[0] = _mm512_shuffle_f32x4(ab01, cd01, _MM_SHUFFLE(1, 0, 1, 0));
@@ -153,7 +160,8 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
             __m512 h[6][6];
             for (size_t i = 0; i < 6; i++) {
                 __m512 d[6];
-                row4(xc, a->h_in, a->w_in, 4 * run->th + i, 4 * run->tw0, d);
+                row4(xc, a->h_in, a->w_in, (int64_t)(4 * run->th + i) - a->pad,
+                     (int64_t)(4 * run->tw0) - a->pad, d);
                 bt4(d, h[i]);
             }
             __mmask16 keep = first_lanes((int64_t)run->len);
@@ -186,18 +194,18 @@ static void input_block2(const kann_conv2d_winograd_args *a, const float *x, siz
         zero_block_tail(vc, 16, ps, n);
         for (size_t r = 0; r < n_runs; r++) {
             const tile_run *run = &runs[r];
-            size_t col0 = 2 * run->tw0;
-            int64_t left = (int64_t)w_in - (int64_t)col0;
-            __mmask16 m0 = first_lanes(left), m16 = first_lanes(left - 16);
-            __mmask16 m2 = first_lanes(left - 2), m18 = first_lanes(left - 18);
+            int64_t col0 = (int64_t)(2 * run->tw0) - a->pad, w = (int64_t)w_in;
+            __mmask16 m0 = row_lanes(col0, w), m16 = row_lanes(col0 + 16, w);
+            __mmask16 m2 = row_lanes(col0 + 2, w), m18 = row_lanes(col0 + 18, w);
             __m512 d[4][4];
             for (size_t i = 0; i < 4; i++) {
-                size_t ih = 2 * run->th + i;
-                if (ih >= a->h_in) {
+                int64_t ih = (int64_t)(2 * run->th + i) - a->pad;
+                if (ih < 0 || ih >= (int64_t)a->h_in) {
                     d[i][0] = d[i][1] = d[i][2] = d[i][3] = _mm512_setzero_ps();
                     continue;
                 }
-                const float *row = xc + ih * w_in + col0;
+                /* masked lanes are not read: col0 may be -pad */
+                const float *row = xc + ((ptrdiff_t)ih * (ptrdiff_t)w_in + col0);
                 __m512 A = _mm512_maskz_loadu_ps(m0, row), B = _mm512_maskz_loadu_ps(m16, row + 16);
                 __m512 A2 = _mm512_maskz_loadu_ps(m2, row + 2);
                 __m512 B2 = _mm512_maskz_loadu_ps(m18, row + 18);

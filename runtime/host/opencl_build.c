@@ -149,7 +149,7 @@ static const field_offset more_fields[] = {
     FIELD(conv2d_winograd, residual) FIELD(conv2d_winograd, y) FIELD(conv2d_winograd, scratch)
     FIELD(conv2d_winograd, c_in) FIELD(conv2d_winograd, h_in) FIELD(conv2d_winograd, w_in)
     FIELD(conv2d_winograd, c_out) FIELD(conv2d_winograd, h_out) FIELD(conv2d_winograd, w_out)
-    FIELD(conv2d_winograd, transform) ACT_FIELDS(conv2d_winograd)
+    FIELD(conv2d_winograd, transform) FIELD(conv2d_winograd, pad) ACT_FIELDS(conv2d_winograd)
     FIELD(pool_nd, count_include_pad) FIELD(pool_nd, dil) FIELD(pool_nd, in)
     FIELD(pool_nd, indices) FIELD(pool_nd, k) FIELD(pool_nd, kind) FIELD(pool_nd, out)
     FIELD(pool_nd, pad_begin) FIELD(pool_nd, pad_end) FIELD(pool_nd, storage_order)

@@ -85,8 +85,11 @@ static void direct(const kann_conv2d_winograd_args *a, const float *w, const flo
                 for (size_t c = 0; c < a->c_in; c++)
                     for (size_t kh = 0; kh < 3; kh++)
                         for (size_t kw = 0; kw < 3; kw++) {
+                            int64_t ih = (int64_t)(oh + kh) - a->pad;
+                            int64_t iw = (int64_t)(ow + kw) - a->pad;
+                            if (ih < 0 || iw < 0 || ih >= a->h_in || iw >= a->w_in) continue;
                             double t = (double)w[((m * a->c_in + c) * 3 + kh) * 3 + kw] *
-                                       x[(c * a->h_in + oh + kh) * a->w_in + ow + kw];
+                                       x[(c * a->h_in + (size_t)ih) * a->w_in + (size_t)iw];
                             s += t;
                             mag += fabs(t);
                         }
@@ -101,6 +104,14 @@ static void direct(const kann_conv2d_winograd_args *a, const float *w, const flo
             }
 }
 
+/* An input extent for n outputs with pad rows (columns) of padding above (left): below it 0 to
+ * pad of padding, or with no padding there 0 to 2 more than the windows reach. */
+static uint32_t padded_extent(uint32_t n, uint32_t pad) {
+    uint32_t after = rng_range(0, pad);
+    if (n + 2 < pad + after + 1) after = 0;
+    return n + 2 - pad - after + (after == 0 ? rng_range(0, 2) : 0);
+}
+
 static void run_case(kann_wino_transform transform, int with_bias, int with_res) {
     kann_conv2d_winograd_args a;
     memset(&a, 0, sizeof a);
@@ -109,8 +120,11 @@ static void run_case(kann_wino_transform transform, int with_bias, int with_res)
     /* F(4x4): up to 3 blocks of tiles and tile rows of more than 16 tiles */
     a.h_out = rng_range(1, transform == KANN_WINO_F4X4 ? 26 : 13);
     a.w_out = rng_range(1, transform == KANN_WINO_F4X4 ? 70 : 19);
-    a.h_in = a.h_out + 2 + rng_range(0, 2);
-    a.w_in = a.w_out + 2 + rng_range(0, 2);
+    /* padding read in place (0 to 2 rows and columns above and left; below and right at most
+     * as many), or x wider than the windows */
+    a.pad = rng_range(0, 2);
+    a.h_in = padded_extent(a.h_out, a.pad);
+    a.w_in = padded_extent(a.w_out, a.pad);
     a.act = random_act();
     a.transform = transform;
     size_t e = transform == KANN_WINO_F4X4 ? 4 : 2, positions = (e + 2) * (e + 2);
@@ -172,10 +186,10 @@ static void run_case(kann_wino_transform transform, int with_bias, int with_res)
                             fabs(pre[i] - a.act.alpha) <= tol &&
                             (got == 0.0f || fabs((double)got - pre[i]) <= tol);
             if (!near_step && !(fabs((double)got - ref) <= tol))
-                fail_msg("%s F(%zux%zu): c_in %u c_out %u %ux%u (in %ux%u) act %u: element %zu "
-                         "is %g, the direct conv says %g",
-                         vs[v].isa, e, e, a.c_in, a.c_out, a.h_out, a.w_out, a.h_in, a.w_in, a.act.kind,
-                         i, (double)got, (double)ref);
+                fail_msg("%s F(%zux%zu): c_in %u c_out %u %ux%u (in %ux%u pad %u) act %u: "
+                         "element %zu is %g, the direct conv says %g",
+                         vs[v].isa, e, e, a.c_in, a.c_out, a.h_out, a.w_out, a.h_in, a.w_in, a.pad,
+                         a.act.kind, i, (double)got, (double)ref);
         }
     }
     free(scale);
@@ -227,7 +241,15 @@ static void test_validator(void **state) {
     kann_conv2d_winograd_args a = legal(&bd), bad;
     assert_int_equal(kann_conv2d_winograd_validate(&a, &bd, &err), KANN_OK);
     bad = a;
-    bad.reserved = 1;
+    bad.pad = 3; /* past 2 */
+    assert_int_equal(kann_conv2d_winograd_validate(&bad, &bd, &err), KANN_E_CORRUPT);
+    kann_conv2d_winograd_args padded = a;
+    padded.pad = 1; /* 5 x 7 rows and columns, one of padding around */
+    padded.h_in = 5;
+    padded.w_in = 7;
+    assert_int_equal(kann_conv2d_winograd_validate(&padded, &bd, &err), KANN_OK);
+    bad = padded;
+    bad.h_in = 4; /* windows reach a second row below x */
     assert_int_equal(kann_conv2d_winograd_validate(&bad, &bd, &err), KANN_E_CORRUPT);
     bad = a;
     bad.transform = KANN_WINO_TRANSFORM_COUNT;

@@ -1,6 +1,7 @@
 /* The OpenCL f32_conv2d_winograd kernels, both styles and both transforms (F(2x2, 3x3) and
  * F(4x4, 3x3)), against the reference kernel on random shapes (sizes that are not multiples of
- * the tile edge, ragged channel panels, inputs wider than the windows, several blocks of tiles,
+ * the tile edge, ragged channel panels, padding of 0 to 2 read in place, inputs wider than the
+ * windows, several blocks of tiles,
  * tile rows past one vector run), tiles on either axis, bias, residual and every activation
  * (PoCL in CI). Skipped without an OpenCL device. */
 #include <setjmp.h>
@@ -36,6 +37,14 @@ typedef struct wino_extents {
     uint32_t c_in, c_out, h_out, w_out;
 } wino_extents;
 
+/* An input extent for n outputs with pad rows (columns) of padding above (left): below it 0 to
+ * pad of padding, or with none there, x up to one wider than the windows reach. */
+static uint32_t in_extent(kt *k, uint32_t n, uint32_t pad) {
+    uint32_t after = kt_range(k, 0, pad);
+    if (n + 1 < pad + after) after = 0;
+    return n + 2 - pad - after + (after == 0 ? kt_range(k, 0, 1) : 0);
+}
+
 /* One random record of the given extents and transform, run in the kernel style of kt_style. */
 static void run_case(uint64_t seed, wino_extents max, kann_wino_transform transform) {
     kt k;
@@ -46,8 +55,9 @@ static void run_case(uint64_t seed, wino_extents max, kann_wino_transform transf
     a.c_out = kt_range(&k, 1, max.c_out);
     a.h_out = kt_range(&k, 1, max.h_out);
     a.w_out = kt_range(&k, 1, max.w_out);
-    a.h_in = a.h_out + 2 + kt_range(&k, 0, 1);
-    a.w_in = a.w_out + 2 + kt_range(&k, 0, 1);
+    a.pad = kt_range(&k, 0, 2);
+    a.h_in = in_extent(&k, a.h_out, a.pad);
+    a.w_in = in_extent(&k, a.w_out, a.pad);
     a.act = random_act(&k);
     a.transform = transform;
     uint32_t e = transform == KANN_WINO_F4X4 ? 4 : 2, positions = (e + 2) * (e + 2);
