@@ -186,6 +186,10 @@ typedef void (*kann_conv_microkernel)(const kann_conv_tile *t);
  * the L1 cache while the weight panels stream past it. */
 #define KANN_CONV_KC 256
 
+/* Reduction steps with every panel meeting every strip (panels outer): a panel's block of
+ * 12 x KANN_CONV_KC_PANELS weights (32 KiB) stays in the L1 cache while the strips pass. */
+#define KANN_CONV_KC_PANELS 682
+
 /* Weight bytes (panels x KC) that still fit the L2 cache beside the pixel block: then every
  * strip meets every panel (the panels stay in L2); else every panel meets every strip (the
  * block stays in L2 and the weights are read once). */
@@ -529,8 +533,11 @@ kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, 
         size_t n_strips = (q1 - q0 + nr - 1) / nr;
         int strips_outer =
             n_panels * KANN_CONV_PANEL * KANN_CONV_KC * sizeof(float) <= KANN_CONV_PANELS_L2;
-        for (size_t k0 = 0; k0 < K; k0 += KANN_CONV_KC) {
-            t.n_groups = K - k0 < KANN_CONV_KC ? K - k0 : KANN_CONV_KC;
+        /* panels outer, each strip's B comes from the L2 cache whatever the block of k: longer
+         * blocks only spare the partial sums' round trips through y */
+        size_t kc = strips_outer ? KANN_CONV_KC : KANN_CONV_KC_PANELS;
+        for (size_t k0 = 0; k0 < K; k0 += kc) {
+            t.n_groups = K - k0 < kc ? K - k0 : kc;
             t.first = k0 == 0;
             t.last = k0 + t.n_groups == K;
             for (size_t i = 0; i < n_panels * n_strips; i++) {
