@@ -49,7 +49,7 @@ static void microkernel_ref(const kann_conv_tile *t) {
 }
 
 void kann_f32_conv2d_packed_ref(const void *args, const kann_exec *ex) {
-    kann_conv2d_packed_drive(args, ex, REF_STRIP, microkernel_ref);
+    kann_conv2d_packed_drive(args, ex, REF_STRIP, microkernel_ref, kann_row_pair);
 }
 
 kann_status kann_conv2d_packed_validate(const void *args, const kann_bounds *b, kann_error *err) {

@@ -7,9 +7,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "kann_kernels.h"
 
@@ -99,6 +96,56 @@ static inline void kann_row_copy(float *d, const float *x_row, int64_t iw0, uint
     kann_fill_zero(d, lo);
     kann_copy_strided(d + lo, x_row + (iw0 + (int64_t)lo * stride), hi - lo, stride);
     kann_fill_zero(d + hi, n - hi);
+}
+
+/* A row copy into phase planes: d0[j] = x_row[iw0 + j * stride] for j < n, 0 where the column
+ * lies outside [0, w_in); with d1 (stride 2 only) also d1[j] = x_row[iw0 + 1 + j * stride], the
+ * odd columns beside the even ones, in the same pass over the row. Each variant has its own,
+ * vectorized. */
+typedef void (*kann_row_pair_fn)(float *d0, float *d1, const float *x_row, int64_t iw0,
+                                 uint32_t stride, uint32_t w_in, size_t n);
+
+/* The portable row pair: the valid runs copied, the rest zeroed. */
+static inline void kann_row_pair(float *d0, float *d1, const float *x_row, int64_t iw0,
+                                 uint32_t stride, uint32_t w_in, size_t n) {
+    kann_row_copy(d0, x_row, iw0, stride, w_in, n);
+    if (d1) kann_row_copy(d1, x_row, iw0 + 1, stride, w_in, n);
+}
+
+/* Phase planes of a conv input (the strided conv's phase path, the depthwise band):
+ * plane p (row phase pr[p], column phase pc[p]), row i, column j holds
+ *   x[(row0 + i) * s_h + pr[p] - pad_top][j * s_w + pc[p] - pad_left]  (0 outside x)
+ * for i < rows, j < w_h; planes `plane` floats apart. */
+typedef struct kann_phase_layout {
+    const uint32_t *pr, *pc;
+    size_t n_planes, row0, rows, w_h, plane;
+} kann_phase_layout;
+
+/* The planes of layout l from the channel plane xc (h_in x w_in) into buf. With stride 2 along
+ * the columns the even and odd column planes of a row phase (adjacent in tap order) are
+ * filled in one pass over each input row. */
+static inline __attribute__((always_inline)) void
+kann_phase_fill(const float *xc, uint32_t h_in, uint32_t w_in, uint32_t s_h, uint32_t s_w,
+                uint32_t pad_top, uint32_t pad_left, const kann_phase_layout *l, float *buf,
+                kann_row_pair_fn row_fn) {
+    for (size_t p = 0; p < l->n_planes; p++) {
+        float *d = buf + p * l->plane, *d1 = NULL;
+        if (s_w == 2 && p + 1 < l->n_planes && l->pr[p + 1] == l->pr[p] &&
+            l->pc[p + 1] == l->pc[p] + 1)
+            d1 = buf + (p + 1) * l->plane;
+        int64_t iw0 = (int64_t)l->pc[p] - pad_left;
+        for (size_t i = 0; i < l->rows; i++, d += l->w_h) {
+            int64_t ih = (int64_t)(l->row0 + i) * s_h + l->pr[p] - pad_top;
+            float *e = d1 ? d1 + i * l->w_h : NULL;
+            if (ih < 0 || ih >= (int64_t)h_in) {
+                kann_fill_zero(d, l->w_h);
+                if (e) kann_fill_zero(e, l->w_h);
+            } else {
+                row_fn(d, e, xc + (size_t)ih * w_in, iw0, s_w, w_in, l->w_h);
+            }
+        }
+        if (d1) p++;
+    }
 }
 
 /* B columns [p_begin, p_end) gathered into strips of nr columns: the strip holding column
@@ -389,75 +436,18 @@ static inline int kann_conv2d_packed_phase_plan(const kann_conv2d_packed_args *a
     return 1;
 }
 
-/* x_row[i] for 0 <= i < w_in, else 0. */
-static inline float kann_row_at(const float *x_row, int64_t i, uint32_t w_in) {
-    return i >= 0 && i < (int64_t)w_in ? x_row[i] : 0.0f;
-}
-
-/* The two column phases of a stride-2 row in one pass: d0[j] = x_row[iw0 + 2j] and
- * d1[j] = x_row[iw0 + 2j + 1] for j < n, 0 where the column lies outside [0, w_in). */
-static inline void kann_row_deinterleave(float *d0, float *d1, const float *x_row, int64_t iw0,
-                                         uint32_t w_in, size_t n) {
-    size_t lo0, hi0, lo1, hi1;
-    kann_valid_run(iw0, 2, w_in, n, &lo0, &hi0);
-    kann_valid_run(iw0 + 1, 2, w_in, n, &lo1, &hi1);
-    size_t lo = lo0 > lo1 ? lo0 : lo1, hi = hi0 < hi1 ? hi0 : hi1, j = 0;
-    if (lo > hi) lo = hi;
-    for (; j < lo; j++) {
-        d0[j] = kann_row_at(x_row, iw0 + 2 * (int64_t)j, w_in);
-        d1[j] = kann_row_at(x_row, iw0 + 2 * (int64_t)j + 1, w_in);
-    }
-    const float *src = x_row + iw0 + 2 * (int64_t)j;
-#if defined(__AVX512F__)
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    for (; j + 16 <= hi; j += 16, src += 32) {
-        __m512 a = _mm512_loadu_ps(src), b = _mm512_loadu_ps(src + 16);
-        _mm512_storeu_ps(d0 + j, _mm512_permutex2var_ps(a, even, b));
-        _mm512_storeu_ps(d1 + j, _mm512_permutex2var_ps(a, odd, b));
-    }
-#endif
-    for (; j < hi; j++, src += 2) {
-        d0[j] = src[0];
-        d1[j] = src[1];
-    }
-    for (; j < n; j++) {
-        d0[j] = kann_row_at(x_row, iw0 + 2 * (int64_t)j, w_in);
-        d1[j] = kann_row_at(x_row, iw0 + 2 * (int64_t)j + 1, w_in);
-    }
-}
-
-/* The phase path's loop nest: the planes of every channel into buf (the two column phases of a
- * row phase at stride 2 in one pass over each input row), then the grid. */
+/* The phase path's loop nest: the planes of every channel into buf (kann_phase_fill, rows by
+ * row_fn), then the grid. */
 static inline __attribute__((always_inline)) void
 kann_conv2d_packed_drive_phase(const kann_conv2d_packed_args *a, const kann_exec *ex, size_t nr,
                                kann_conv_microkernel ukr, kann_conv_span sp,
-                               const kann_conv_phases *ph, float *buf) {
+                               const kann_conv_phases *ph, float *buf, kann_row_pair_fn row_fn) {
     const float *x = kann_cref(ex, a->x);
     size_t plane = ph->rows * ph->w_h, x_plane = (size_t)a->h_in * a->w_in;
-    for (size_t c = 0; c < a->c_in; c++) {
-        float *dc = buf + c * ph->n_planes * plane;
-        for (size_t p = 0; p < ph->n_planes; p++) {
-            int paired = a->stride_w == 2 && p + 1 < ph->n_planes && ph->pr[p + 1] == ph->pr[p] &&
-                         ph->pc[p + 1] == ph->pc[p] + 1;
-            int64_t iw0 = (int64_t)ph->pc[p] - a->pad_left;
-            float *d = dc + p * plane;
-            for (size_t i = 0; i < ph->rows; i++, d += ph->w_h) {
-                int64_t ih = (int64_t)(ph->row0 + i) * a->stride_h + ph->pr[p] - a->pad_top;
-                if (ih < 0 || ih >= (int64_t)a->h_in) {
-                    kann_fill_zero(d, ph->w_h);
-                    if (paired) kann_fill_zero(d + plane, ph->w_h);
-                    continue;
-                }
-                const float *xr = x + c * x_plane + (size_t)ih * a->w_in;
-                if (paired)
-                    kann_row_deinterleave(d, d + plane, xr, iw0, a->w_in, ph->w_h);
-                else
-                    kann_row_copy(d, xr, iw0, a->stride_w, a->w_in, ph->w_h);
-            }
-            p += (size_t)paired;
-        }
-    }
+    kann_phase_layout l = {ph->pr, ph->pc, ph->n_planes, ph->row0, ph->rows, ph->w_h, plane};
+    for (size_t c = 0; c < a->c_in; c++)
+        kann_phase_fill(x + c * x_plane, a->h_in, a->w_in, a->stride_h, a->stride_w, a->pad_top,
+                        a->pad_left, &l, buf + c * ph->n_planes * plane, row_fn);
     kann_conv2d_packed_grid(a, ex, nr, ukr, sp, buf, ph->n_planes * plane, ph->w_h, ph->row0,
                             ph->taps, a->c_in * ph->n_planes);
 }
@@ -490,7 +480,7 @@ static inline int kann_conv2d_packed_direct(const kann_conv2d_packed_args *a) {
  * every strip of nr columns. */
 static inline __attribute__((always_inline)) void
 kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, size_t nr,
-                         kann_conv_microkernel ukr) {
+                         kann_conv_microkernel ukr, kann_row_pair_fn row_fn) {
     size_t m_begin, m_end, p_begin, p_end;
     kann_conv2d_packed_range(a, &m_begin, &m_end, &p_begin, &p_end);
     if (m_begin >= m_end || p_begin >= p_end) return;
@@ -503,7 +493,7 @@ kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, 
     if (kann_conv2d_packed_phase_plan(a, p_begin, p_end, &ph)) {
         size_t K = (size_t)a->c_in * a->k_h * a->k_w;
         kann_conv2d_packed_drive_phase(a, ex, nr, ukr, sp, &ph,
-                                       kann_mref(ex, a->scratch) + p_begin * K);
+                                       kann_mref(ex, a->scratch) + p_begin * K, row_fn);
         return;
     }
     size_t hw = (size_t)a->h_out * a->w_out, K = (size_t)a->c_in * a->k_h * a->k_w;

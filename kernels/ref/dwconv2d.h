@@ -84,44 +84,14 @@ static inline int kann_dw_band_plan(const kann_dwconv2d_args *a, kann_dw_band *b
     return 1;
 }
 
-/* Row copy of the band fill: d0[j] = x_row[iw0 + j * stride] for j < n, 0 where the column
- * lies outside [0, w_in); with d1 (stride 2 only) also d1[j] = x_row[iw0 + 1 + j * stride], the
- * odd columns beside the even ones, in the same pass over the row. */
-typedef void (*kann_dw_row_fn)(float *d0, float *d1, const float *x_row, int64_t iw0,
-                               uint32_t stride, uint32_t w_in, size_t n);
-
-/* The portable row copy: the valid run copied, the rest zeroed. */
-static inline void kann_dw_row(float *d0, float *d1, const float *x_row, int64_t iw0,
-                               uint32_t stride, uint32_t w_in, size_t n) {
-    kann_row_copy(d0, x_row, iw0, stride, w_in, n);
-    if (d1) kann_row_copy(d1, x_row, iw0 + 1, stride, w_in, n);
-}
-
-/* The planes of the band of `rows` output rows from oh0, channel plane xc, into buf; row_fn
- * copies each row (a variant's own, vectorized). With stride 2 along the columns, the even
- * and odd column planes of a row phase (adjacent: kann_dw_band_plan adds them in tap order)
- * are filled in one pass. */
+/* The planes of the band of `rows` output rows from oh0, channel plane xc, into buf
+ * (kann_phase_fill; row_fn copies each row, a variant's own, vectorized). */
 static inline __attribute__((always_inline)) void
 kann_dw_band_fill(const kann_dwconv2d_args *a, const kann_dw_band *b, const float *xc, size_t oh0,
-                  size_t rows, float *buf, kann_dw_row_fn row_fn) {
-    for (size_t p = 0; p < b->n_planes; p++) {
-        float *d = buf + p * b->plane, *d1 = NULL;
-        if (a->stride_w == 2 && p + 1 < b->n_planes && b->pr[p + 1] == b->pr[p] &&
-            b->pc[p + 1] == b->pc[p] + 1)
-            d1 = buf + (p + 1) * b->plane;
-        int64_t iw0 = (int64_t)b->pc[p] - a->pad_left;
-        for (size_t i = 0; i < rows + b->reach; i++, d += b->w_h) {
-            int64_t ih = (int64_t)(oh0 + i) * a->stride_h + b->pr[p] - a->pad_top;
-            float *e = d1 ? d1 + i * b->w_h : NULL;
-            if (ih < 0 || ih >= (int64_t)a->h_in) {
-                kann_fill_zero(d, b->w_h);
-                if (e) kann_fill_zero(e, b->w_h);
-            } else {
-                row_fn(d, e, xc + (size_t)ih * a->w_in, iw0, a->stride_w, a->w_in, b->w_h);
-            }
-        }
-        if (d1) p++;
-    }
+                  size_t rows, float *buf, kann_row_pair_fn row_fn) {
+    kann_phase_layout l = {b->pr, b->pc, b->n_planes, oh0, rows + b->reach, b->w_h, b->plane};
+    kann_phase_fill(xc, a->h_in, a->w_in, a->stride_h, a->stride_w, a->pad_top, a->pad_left, &l,
+                    buf, row_fn);
 }
 
 /* The vectors of `width` lanes (<= 32) over the wide grid of a band of `rows` output rows:
@@ -192,7 +162,7 @@ static inline kann_dw_range kann_dw_range_of(const kann_dwconv2d_args *a) {
  * Convs the band layout cannot hold go to the reference, which computes the whole tile. */
 static inline __attribute__((always_inline)) void
 kann_dw_drive(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, size_t width,
-              kann_dw_row_fn row_fn, kann_dw_band_fn band_fn) {
+              kann_row_pair_fn row_fn, kann_dw_band_fn band_fn) {
     kann_dw_band b;
     if (!kann_dw_band_plan(a, &b)) {
         kann_f32_dwconv2d_ref(a, ex);

@@ -145,5 +145,5 @@ static void microkernel_12x16(const kann_conv_tile *t) {
 }
 
 void kann_f32_conv2d_packed_6x16_avx2(const void *args, const kann_exec *ex) {
-    kann_conv2d_packed_drive(args, ex, NR, microkernel_12x16);
+    kann_conv2d_packed_drive(args, ex, NR, microkernel_12x16, kann_row_pair);
 }

@@ -15,6 +15,7 @@
 #include "vec_math.h"
 #include "simd_act.h"
 #include "transpose_avx512.h"
+#include "row_pair_avx512.h"
 
 #define NR 32
 
@@ -553,5 +554,5 @@ void kann_f32_conv2d_packed_12x32_avx512(const void *args, const kann_exec *ex) 
         direct_drive(a, ex);
         return;
     }
-    kann_conv2d_packed_drive(args, ex, NR, microkernel_12x32);
+    kann_conv2d_packed_drive(args, ex, NR, microkernel_12x32, kann_row_pair_avx512);
 }

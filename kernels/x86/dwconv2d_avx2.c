@@ -32,12 +32,12 @@ static inline __m256i lanes(int64_t lo, int64_t hi) {
                             _mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), i));
 }
 
-/* The band fill's row copy (kann_dw_row_fn): masked loads, so the padding costs no branches
+/* The band fill's row copy (kann_row_pair_fn): masked loads, so the padding costs no branches
  * per lane; stride 2 splits two loads into the even and odd lanes. */
 static void dw_row(float *d0, float *d1, const float *x_row, int64_t iw0, uint32_t stride,
                    uint32_t w_in, size_t n) {
     if (stride > 2) {
-        kann_dw_row(d0, d1, x_row, iw0, stride, w_in, n);
+        kann_row_pair(d0, d1, x_row, iw0, stride, w_in, n);
         return;
     }
     for (size_t j = 0; j < n; j += LANES) {

@@ -16,47 +16,10 @@
 #include "vec_math.h"
 #include "simd_act.h"
 #include "dwconv2d_rows.h"
+#include "row_pair_avx512.h"
 #include "transpose_avx512.h"
 
 #define LANES 16
-
-/* Lanes i in [lo, hi) of 16. */
-static inline __mmask16 lanes(int64_t lo, int64_t hi) {
-    if (lo < 0) lo = 0;
-    if (hi > LANES) hi = LANES;
-    if (hi <= lo) return 0;
-    return (__mmask16)(((1u << (hi - lo)) - 1) << lo);
-}
-
-/* The band fill's row copy (kann_dw_row_fn): plain loads inside the row, masked ones across
- * its ends (the padding costs no branches per lane); stride 2 splits two loads into the even
- * and odd lanes. */
-static void dw_row(float *d0, float *d1, const float *x_row, int64_t iw0, uint32_t stride,
-                   uint32_t w_in, size_t n) {
-    const __m512i even =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-    if (stride > 2) {
-        kann_dw_row(d0, d1, x_row, iw0, stride, w_in, n);
-        return;
-    }
-    int64_t span = LANES * (int64_t)stride; /* input columns per output vector */
-    for (size_t j = 0; j < n; j += LANES) {
-        int64_t c0 = iw0 + (int64_t)j * stride; /* the column of lane 0 */
-        __mmask16 keep = lanes(0, (int64_t)(n - j));
-        int inside = c0 >= 0 && c0 + span <= (int64_t)w_in;
-        __mmask16 m0 = inside ? 0xffff : lanes(-c0, (int64_t)w_in - c0);
-        __m512 v0 = _mm512_maskz_loadu_ps(m0, x_row + c0);
-        if (stride == 1) {
-            _mm512_mask_storeu_ps(d0 + j, keep, v0);
-            continue;
-        }
-        __mmask16 m1 = inside ? 0xffff : lanes(-c0 - LANES, (int64_t)w_in - c0 - LANES);
-        __m512 v1 = _mm512_maskz_loadu_ps(m1, x_row + c0 + LANES);
-        _mm512_mask_storeu_ps(d0 + j, keep, _mm512_permutex2var_ps(v0, even, v1));
-        if (d1) _mm512_mask_storeu_ps(d1 + j, keep, _mm512_permutex2var_ps(v0, odd, v1));
-    }
-}
 
 /* Output vectors computed together. */
 #define DW_VECS 8
@@ -132,7 +95,7 @@ band_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, 
         for (size_t col = 0; col < w_out; col += LANES) {
             __m512 acc[DW_ROWS];
             dw_rows(b, buf, wc, k_w, i0, col, o->bias, S, acc);
-            __mmask16 m = lanes(0, (int64_t)(w_out - col));
+            __mmask16 m = kann_lanes16(0, (int64_t)(w_out - col));
             for (size_t r = 0; r < n_rows; r++) {
                 size_t at = (i0 + r) * w_out + col;
                 dw_store(acc[r], m, yb + at, rb ? rb + at : NULL, o);
@@ -252,7 +215,7 @@ static void ring_chunk(cl_group *g) {
     size_t rows = p->hp - a->pad_top < a->h_in ? p->hp - a->pad_top : a->h_in;
     size_t end = rows * a->w_in, n = end - g->px < 16 ? end - g->px : 16;
     __m512 v[16];
-    load_transposed(v, g->x + g->px, (size_t)a->h_in * a->w_in, g->nc, lanes(0, (int64_t)n));
+    load_transposed(v, g->x + g->px, (size_t)a->h_in * a->w_in, g->nc, kann_lanes16(0, (int64_t)n));
     size_t col = g->iw + a->pad_left;
     if (g->dest) {
         /* a ring of all the rows, its places looked up */
@@ -338,7 +301,7 @@ static inline __attribute__((always_inline)) void cl_store(const cl_group *g, co
                                                            __m512 *v, size_t q, size_t m,
                                                            int CLAMP) {
     kann_transpose16_ps(v);
-    __mmask16 mask = lanes(0, (int64_t)m);
+    __mmask16 mask = kann_lanes16(0, (int64_t)m);
     float *y = g->y + q;
     const float *res = g->res ? g->res + q : NULL;
     for (size_t c = 0; c < g->nc; c++, y += o->y_plane) {
@@ -480,11 +443,11 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
             for (size_t t0 = 0; t0 < p->n_taps; t0 += 16) {
                 __m512 v[16];
                 size_t nt = p->n_taps - t0 < 16 ? p->n_taps - t0 : 16;
-                load_transposed(v, w + c0 * p->n_taps + t0, p->n_taps, g.nc, lanes(0, (int64_t)nt));
+                load_transposed(v, w + c0 * p->n_taps + t0, p->n_taps, g.nc, kann_lanes16(0, (int64_t)nt));
                 for (size_t t = 0; t < nt; t++)
                     _mm512_store_ps(wt + (t0 + t) * LANES, v[t]);
             }
-            __m512 bv = bias ? _mm512_maskz_loadu_ps(lanes(0, (int64_t)g.nc), bias + c0)
+            __m512 bv = bias ? _mm512_maskz_loadu_ps(kann_lanes16(0, (int64_t)g.nc), bias + c0)
                              : _mm512_setzero_ps();
             /* the ring from the first padded row of the tile's first window */
             g.ihp = (size_t)oh_begin * a->stride_h;
@@ -518,5 +481,5 @@ void kann_f32_dwconv2d_avx512(const void *args, const kann_exec *ex) {
         if (cl_end == rg.c_end) return;
         rg.c_begin = cl_end;
     }
-    kann_dw_drive(a, ex, rg, LANES, dw_row, band);
+    kann_dw_drive(a, ex, rg, LANES, kann_row_pair_avx512, band);
 }
