@@ -37,7 +37,10 @@ static inline __attribute__((always_inline)) void gemm_12xw(const float *u, cons
             _mm512_storeu_ps(m + r * KANN_WINO_BLOCK + 16 * h, c[r][h]);
 }
 
-static void gemm_12x32(const float *u, const float *v, size_t c_in, size_t n, float *m) {
+/* The GEMMs and both transforms are calls of their own (noinline), so that a profile tells
+ * their shares apart. */
+static __attribute__((noinline)) void gemm_12x32(const float *u, const float *v, size_t c_in,
+                                                 size_t n, float *m) {
     if (n <= 16)
         gemm_12xw(u, v, c_in, m, 1);
     else
@@ -79,6 +82,19 @@ static void zero_block_tail(float *vc, size_t positions, size_t ps, size_t n) {
     for (size_t p = 0; p < positions; p++) {
         _mm512_mask_storeu_ps(vc + p * ps, (__mmask16)~first_lanes((int64_t)n), z);
         _mm512_mask_storeu_ps(vc + p * ps + 16, (__mmask16)~first_lanes((int64_t)n - 16), z);
+    }
+}
+
+/* A channel's transformed tiles are staged position by position ([P][32], 4.5 KiB at most)
+ * and then stored to v [P][c_in][32] one whole row of the block at a time: stored straight
+ * from the runs, each row of v took 2-3 partial writes 32 c_in bytes apart from the other
+ * positions' rows (the same cache set for c_in a multiple of 32), and the lines were evicted
+ * and fetched again between them. */
+static void store_stage(const float stage[][KANN_WINO_BLOCK], size_t positions, float *vc,
+                        size_t ps) {
+    for (size_t p = 0; p < positions; p++) {
+        _mm512_storeu_ps(vc + p * ps, _mm512_load_ps(stage[p]));
+        _mm512_storeu_ps(vc + p * ps + 16, _mm512_load_ps(stage[p] + 16));
     }
 }
 
@@ -151,10 +167,10 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
     tile_run runs[KANN_WINO_BLOCK];
     size_t n_runs = block_runs(a, q0, n, runs), ps = (size_t)a->c_in * KANN_WINO_BLOCK;
     size_t plane = (size_t)a->h_in * a->w_in;
+    _Alignas(64) float stage[36][KANN_WINO_BLOCK];
+    zero_block_tail(stage[0], 36, KANN_WINO_BLOCK, n);
     for (size_t c = 0; c < a->c_in; c++) {
         const float *xc = x + c * plane;
-        float *vc = v + c * KANN_WINO_BLOCK;
-        zero_block_tail(vc, 36, ps, n);
         for (size_t r = 0; r < n_runs; r++) {
             const tile_run *run = &runs[r];
             __m512 h[6][6];
@@ -165,16 +181,17 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
                 bt4(d, h[i]);
             }
             __mmask16 keep = first_lanes((int64_t)run->len);
-            float *dst = vc + run->j;
+            float *dst = stage[0] + run->j;
             for (size_t j = 0; j < 6; j++) {
                 __m512 col[6], o[6];
                 for (size_t i = 0; i < 6; i++)
                     col[i] = h[i][j];
                 bt4(col, o);
                 for (size_t i = 0; i < 6; i++)
-                    _mm512_mask_storeu_ps(dst + (i * 6 + j) * ps, keep, o[i]);
+                    _mm512_mask_storeu_ps(dst + (i * 6 + j) * KANN_WINO_BLOCK, keep, o[i]);
             }
         }
+        store_stage(stage, 36, v + c * KANN_WINO_BLOCK, ps);
     }
 }
 
@@ -188,10 +205,10 @@ static void input_block2(const kann_conv2d_winograd_args *a, const float *x, siz
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd =
         _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    _Alignas(64) float stage[16][KANN_WINO_BLOCK];
+    zero_block_tail(stage[0], 16, KANN_WINO_BLOCK, n);
     for (size_t c = 0; c < a->c_in; c++) {
         const float *xc = x + c * plane;
-        float *vc = v + c * KANN_WINO_BLOCK;
-        zero_block_tail(vc, 16, ps, n);
         for (size_t r = 0; r < n_runs; r++) {
             const tile_run *run = &runs[r];
             int64_t col0 = (int64_t)(2 * run->tw0) - a->pad, w = (int64_t)w_in;
@@ -215,7 +232,7 @@ static void input_block2(const kann_conv2d_winograd_args *a, const float *x, siz
                 d[i][3] = _mm512_permutex2var_ps(A2, odd, B2);
             }
             __mmask16 keep = first_lanes((int64_t)run->len);
-            float *dst = vc + run->j;
+            float *dst = stage[0] + run->j;
             for (size_t i = 0; i < 4; i++) {
                 __m512 t[4];
                 for (size_t j = 0; j < 4; j++) {
@@ -225,17 +242,19 @@ static void input_block2(const kann_conv2d_winograd_args *a, const float *x, siz
                                          : _mm512_sub_ps(d[1][j], d[3][j]);
                     t[j] = t0;
                 }
-                _mm512_mask_storeu_ps(dst + (i * 4 + 0) * ps, keep, _mm512_sub_ps(t[0], t[2]));
-                _mm512_mask_storeu_ps(dst + (i * 4 + 1) * ps, keep, _mm512_add_ps(t[1], t[2]));
-                _mm512_mask_storeu_ps(dst + (i * 4 + 2) * ps, keep, _mm512_sub_ps(t[2], t[1]));
-                _mm512_mask_storeu_ps(dst + (i * 4 + 3) * ps, keep, _mm512_sub_ps(t[1], t[3]));
+                float *di = dst + i * 4 * KANN_WINO_BLOCK;
+                _mm512_mask_storeu_ps(di, keep, _mm512_sub_ps(t[0], t[2]));
+                _mm512_mask_storeu_ps(di + KANN_WINO_BLOCK, keep, _mm512_add_ps(t[1], t[2]));
+                _mm512_mask_storeu_ps(di + 2 * KANN_WINO_BLOCK, keep, _mm512_sub_ps(t[2], t[1]));
+                _mm512_mask_storeu_ps(di + 3 * KANN_WINO_BLOCK, keep, _mm512_sub_ps(t[1], t[3]));
             }
         }
+        store_stage(stage, 16, v + c * KANN_WINO_BLOCK, ps);
     }
 }
 
-static void input_block(const kann_conv2d_winograd_args *a, const float *x, size_t q0, size_t n,
-                        float *v) {
+static __attribute__((noinline)) void input_block(const kann_conv2d_winograd_args *a,
+                                                  const float *x, size_t q0, size_t n, float *v) {
     if (a->transform == KANN_WINO_F4X4)
         input_block4(a, x, q0, n, v);
     else
@@ -381,8 +400,10 @@ static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, s
     }
 }
 
-static void output_block(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
-                         size_t m0, size_t mr, const float *bias, const float *res, float *y) {
+static __attribute__((noinline)) void output_block(const kann_conv2d_winograd_args *a,
+                                                   const float *mb, size_t q0, size_t n, size_t m0,
+                                                   size_t mr, const float *bias, const float *res,
+                                                   float *y) {
     if (a->transform == KANN_WINO_F4X4)
         output_block4(a, mb, q0, n, m0, mr, bias, res, y);
     else
