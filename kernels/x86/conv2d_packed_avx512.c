@@ -369,7 +369,7 @@ static void vector_tile(const kann_conv_tile *t) {
 }
 
 /* A strip whose columns past a whole vector are few: the vectors, then the column tail. */
-static void microkernel_12x32(const kann_conv_tile *t) {
+void kann_conv_microkernel_12x32_avx512(const kann_conv_tile *t) {
     size_t tail = t->n % 16;
     if (tail == 0 || tail > TAIL_COLS) {
         vector_tile(t);
@@ -554,5 +554,6 @@ void kann_f32_conv2d_packed_12x32_avx512(const void *args, const kann_exec *ex) 
         direct_drive(a, ex);
         return;
     }
-    kann_conv2d_packed_drive(args, ex, NR, microkernel_12x32, kann_row_pair_avx512);
+    kann_conv2d_packed_drive(args, ex, NR, kann_conv_microkernel_12x32_avx512,
+                             kann_row_pair_avx512);
 }

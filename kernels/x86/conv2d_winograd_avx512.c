@@ -6,45 +6,35 @@
 
 #include "kann_x86.h"
 #include "ref/act.h"
+#include "ref/conv2d_packed.h"
 #include "ref/conv2d_winograd.h"
 
 #define KANN_VEC_BITS 512
 #include "vec_math.h"
 #include "simd_act.h"
 
-/* The 12 x 32 (w == 2) or 12 x 16 (w == 1: a block of at most 16 tiles) register tile; w is
- * a constant in each inlined copy, so the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void gemm_12xw(const float *u, const float *v,
-                                                            size_t c_in, float *m, int w) {
-    __m512 c[KANN_CONV_PANEL][2];
-    for (int r = 0; r < KANN_CONV_PANEL; r++)
-        for (int h = 0; h < w; h++)
-            c[r][h] = _mm512_setzero_ps();
-    for (size_t k = 0; k < c_in; k++, u += KANN_CONV_PANEL, v += KANN_WINO_BLOCK) {
-        for (int h = 0; h < w; h++)
-            _mm_prefetch((const char *)(v + 4 * KANN_WINO_BLOCK + 16 * h), _MM_HINT_T0);
-        __m512 b[2];
-        for (int h = 0; h < w; h++)
-            b[h] = _mm512_loadu_ps(v + 16 * h);
-        for (int r = 0; r < KANN_CONV_PANEL; r++) {
-            __m512 wr = _mm512_set1_ps(u[r]);
-            for (int h = 0; h < w; h++)
-                c[r][h] = _mm512_fmadd_ps(wr, b[h], c[r][h]);
-        }
-    }
-    for (int r = 0; r < KANN_CONV_PANEL; r++)
-        for (int h = 0; h < w; h++)
-            _mm512_storeu_ps(m + r * KANN_WINO_BLOCK + 16 * h, c[r][h]);
-}
-
-/* The GEMMs and both transforms are calls of their own (noinline), so that a profile tells
- * their shares apart. */
+/* The GEMMs of a block on conv2d_packed's 12 x 32 microkernel, storing the sums without an
+ * epilogue: a block of 17 to 24 tiles (the second block of a 7x7 grid of tiles) runs 16
+ * columns as vectors and the rest through the microkernel's column tail, not a second vector
+ * of mostly zero columns. Not inlined (nor are the transforms), so that a profile tells the
+ * parts apart. */
 static __attribute__((noinline)) void gemm_12x32(const float *u, const float *v, size_t c_in,
                                                  size_t n, float *m) {
-    if (n <= 16)
-        gemm_12xw(u, v, c_in, m, 1);
-    else
-        gemm_12xw(u, v, c_in, m, 2);
+    static const ptrdiff_t tap0[1] = {0};
+    kann_conv_tile t = {0};
+    t.w = u;
+    t.b = v;
+    t.n_groups = c_in;
+    t.b_stride = KANN_WINO_BLOCK;
+    t.n_taps = 1;
+    t.taps = tap0;
+    t.n = n;
+    t.mr = KANN_CONV_PANEL;
+    t.y = m;
+    t.ldy = KANN_WINO_BLOCK;
+    t.first = 1;
+    t.last = 0;
+    kann_conv_microkernel_12x32_avx512(&t);
 }
 
 /* Lanes [j, j + len) of a block (len <= 16): tiles tw0 .. tw0 + len - 1 of tile row th. */

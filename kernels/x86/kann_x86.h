@@ -20,4 +20,9 @@ int kann_x86_supports(kann_x86_level level);
 #include "variants.def"
 #undef KANN_X86_VARIANT
 
+/* The AVX-512 12 x 32 register-tile microkernel of conv2d_packed (conv2d_packed_avx512.c), for
+ * any kann_conv_tile; also the GEMMs of the AVX-512 Winograd conv. */
+struct kann_conv_tile;
+void kann_conv_microkernel_12x32_avx512(const struct kann_conv_tile *t);
+
 #endif
