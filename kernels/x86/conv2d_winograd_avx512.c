@@ -1,7 +1,8 @@
 /* conv2d_winograd for AVX-512: the P GEMMs of each block of 32 tiles on a 12 x 32 register
- * tile (24 ZMM accumulators), or 12 x 16 for a block of at most 16 tiles; both transforms 16 tiles
- * of one tile row per vector (the columns of the tiles split out of the rows by permutes, masked
- * loads and stores at the edges of x and y), for F(2x2, 3x3) and F(4x4, 3x3). */
+ * tile (24 ZMM accumulators), or 12 x 16 for a block of at most 16 tiles (and conv2d_packed's
+ * column tail for up to 8 more); both transforms 16 tiles of one tile row per vector (the columns
+ * of the tiles split out of the rows by permutes, masked loads and stores at the edges of x and y),
+ * for F(2x2, 3x3) and F(4x4, 3x3). */
 #include <immintrin.h>
 
 #include "kann_x86.h"
@@ -13,28 +14,65 @@
 #include "vec_math.h"
 #include "simd_act.h"
 
-/* The GEMMs of a block on conv2d_packed's 12 x 32 microkernel, storing the sums without an
- * epilogue: a block of 17 to 24 tiles (the second block of a 7x7 grid of tiles) runs 16
- * columns as vectors and the rest through the microkernel's column tail, not a second vector
- * of mostly zero columns. Not inlined (nor are the transforms), so that a profile tells the
- * parts apart. */
-static __attribute__((noinline)) void gemm_12x32(const float *u, const float *v, size_t c_in,
-                                                 size_t n, float *m) {
+/* The 12 x 32 (w == 2) or 12 x 16 (w == 1) register tile over a block's first 16 w columns;
+ * w is a constant in each inlined copy, so the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void gemm_12xw(const float *u, const float *v,
+                                                            size_t c_in, float *m, int w) {
+    __m512 c[KANN_CONV_PANEL][2];
+    for (int r = 0; r < KANN_CONV_PANEL; r++)
+        for (int h = 0; h < w; h++)
+            c[r][h] = _mm512_setzero_ps();
+    for (size_t k = 0; k < c_in; k++, u += KANN_CONV_PANEL, v += KANN_WINO_BLOCK) {
+        for (int h = 0; h < w; h++)
+            _mm_prefetch((const char *)(v + 4 * KANN_WINO_BLOCK + 16 * h), _MM_HINT_T0);
+        __m512 b[2];
+        for (int h = 0; h < w; h++)
+            b[h] = _mm512_loadu_ps(v + 16 * h);
+        for (int r = 0; r < KANN_CONV_PANEL; r++) {
+            __m512 wr = _mm512_set1_ps(u[r]);
+            for (int h = 0; h < w; h++)
+                c[r][h] = _mm512_fmadd_ps(wr, b[h], c[r][h]);
+        }
+    }
+    for (int r = 0; r < KANN_CONV_PANEL; r++)
+        for (int h = 0; h < w; h++)
+            _mm512_storeu_ps(m + r * KANN_WINO_BLOCK + 16 * h, c[r][h]);
+}
+
+/* Columns [16, n) of a block of 17 to 16 + TAIL tiles (the second block of a 7x7 grid of
+ * tiles holds 17) through conv2d_packed's microkernel, which takes so few columns with the
+ * panel's rows in the lanes (its column tail), storing the sums without an epilogue: cheaper
+ * than a second vector of mostly zero columns. */
+#define TAIL 8
+
+static void gemm_tail(const float *u, const float *v, size_t c_in, size_t n, float *m) {
     static const ptrdiff_t tap0[1] = {0};
     kann_conv_tile t = {0};
     t.w = u;
-    t.b = v;
+    t.b = v + 16;
     t.n_groups = c_in;
     t.b_stride = KANN_WINO_BLOCK;
     t.n_taps = 1;
     t.taps = tap0;
-    t.n = n;
+    t.n = n - 16;
     t.mr = KANN_CONV_PANEL;
-    t.y = m;
+    t.y = m + 16;
     t.ldy = KANN_WINO_BLOCK;
     t.first = 1;
     t.last = 0;
     kann_conv_microkernel_12x32_avx512(&t);
+}
+
+/* The GEMMs and both transforms are calls of their own (noinline), so that a profile tells
+ * their shares apart. */
+static __attribute__((noinline)) void gemm_12x32(const float *u, const float *v, size_t c_in,
+                                                 size_t n, float *m) {
+    if (n > 16 + TAIL) {
+        gemm_12xw(u, v, c_in, m, 2);
+        return;
+    }
+    gemm_12xw(u, v, c_in, m, 1);
+    if (n > 16) gemm_tail(u, v, c_in, n, m);
 }
 
 /* Lanes [j, j + len) of a block (len <= 16): tiles tw0 .. tw0 + len - 1 of tile row th. */
