@@ -175,10 +175,8 @@ static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile
     epilogue(t, out);
 }
 
-/* A strip's column tail of at most this many columns goes through column_tail: per reduction
- * step and column it costs a broadcast and an FMA (and a weight load per step shared by the
- * columns), against 12 broadcasts and 12 FMAs of a 16-column vector. */
-#define TAIL_COLS 8
+/* A strip's column tail (KANN_CONV_TAIL_COLS, kann_x86.h) goes through column_tail. */
+#define TAIL_COLS KANN_CONV_TAIL_COLS
 
 /* Independent FMA chains of the column tail: enough to cover the FMA latency on both ports. */
 #define TAIL_CHAINS 8

@@ -39,11 +39,10 @@ static inline __attribute__((always_inline)) void gemm_12xw(const float *u, cons
             _mm512_storeu_ps(m + r * KANN_WINO_BLOCK + 16 * h, c[r][h]);
 }
 
-/* Columns [16, n) of a block of 17 to 16 + TAIL tiles (the second block of a 7x7 grid of
- * tiles holds 17) through conv2d_packed's microkernel, which takes so few columns with the
- * panel's rows in the lanes (its column tail), storing the sums without an epilogue: cheaper
- * than a second vector of mostly zero columns. */
-#define TAIL 8
+/* Columns [16, n) of a block of 17 to 16 + KANN_CONV_TAIL_COLS tiles (the second block of a
+ * 7x7 grid of tiles holds 17) through conv2d_packed's microkernel, which takes so few columns
+ * with the panel's rows in the lanes (its column tail), storing the sums without an epilogue:
+ * cheaper than a second vector of mostly zero columns. */
 
 static void gemm_tail(const float *u, const float *v, size_t c_in, size_t n, float *m) {
     static const ptrdiff_t tap0[1] = {0};
@@ -67,7 +66,7 @@ static void gemm_tail(const float *u, const float *v, size_t c_in, size_t n, flo
  * their shares apart. */
 static __attribute__((noinline)) void gemm_12x32(const float *u, const float *v, size_t c_in,
                                                  size_t n, float *m) {
-    if (n > 16 + TAIL) {
+    if (n > 16 + KANN_CONV_TAIL_COLS) {
         gemm_12xw(u, v, c_in, m, 2);
         return;
     }
@@ -103,13 +102,13 @@ static inline __mmask16 row_lanes(int64_t col, int64_t w_in) {
     return first_lanes(w_in - col) & (__mmask16)~first_lanes(-col);
 }
 
-/* Columns past the block's runs are zero in every position of v [P][c_in][32]. */
-static void zero_block_tail(float *vc, size_t positions, size_t ps, size_t n) {
+/* Columns n and past (no tile of the block) zero in every position of a stage [P][32]. */
+static void zero_stage_tail(float stage[][KANN_WINO_BLOCK], size_t positions, size_t n) {
     if (n >= KANN_WINO_BLOCK) return;
     __m512 z = _mm512_setzero_ps();
     for (size_t p = 0; p < positions; p++) {
-        _mm512_mask_storeu_ps(vc + p * ps, (__mmask16)~first_lanes((int64_t)n), z);
-        _mm512_mask_storeu_ps(vc + p * ps + 16, (__mmask16)~first_lanes((int64_t)n - 16), z);
+        _mm512_mask_storeu_ps(stage[p], (__mmask16)~first_lanes((int64_t)n), z);
+        _mm512_mask_storeu_ps(stage[p] + 16, (__mmask16)~first_lanes((int64_t)n - 16), z);
     }
 }
 
@@ -196,7 +195,7 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
     size_t n_runs = block_runs(a, q0, n, runs), ps = (size_t)a->c_in * KANN_WINO_BLOCK;
     size_t plane = (size_t)a->h_in * a->w_in;
     _Alignas(64) float stage[36][KANN_WINO_BLOCK];
-    zero_block_tail(stage[0], 36, KANN_WINO_BLOCK, n);
+    zero_stage_tail(stage, 36, n);
     for (size_t c = 0; c < a->c_in; c++) {
         const float *xc = x + c * plane;
         for (size_t r = 0; r < n_runs; r++) {
@@ -234,7 +233,7 @@ static void input_block2(const kann_conv2d_winograd_args *a, const float *x, siz
     const __m512i odd =
         _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     _Alignas(64) float stage[16][KANN_WINO_BLOCK];
-    zero_block_tail(stage[0], 16, KANN_WINO_BLOCK, n);
+    zero_stage_tail(stage, 16, n);
     for (size_t c = 0; c < a->c_in; c++) {
         const float *xc = x + c * plane;
         for (size_t r = 0; r < n_runs; r++) {

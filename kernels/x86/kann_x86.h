@@ -21,7 +21,11 @@ int kann_x86_supports(kann_x86_level level);
 #undef KANN_X86_VARIANT
 
 /* The AVX-512 12 x 32 register-tile microkernel of conv2d_packed (conv2d_packed_avx512.c), for
- * any kann_conv_tile; also the GEMMs of the AVX-512 Winograd conv. */
+ * any kann_conv_tile; also the GEMM of the AVX-512 Winograd conv for a block's columns past 16.
+ * A strip's last KANN_CONV_TAIL_COLS columns or fewer past a whole vector go through its column
+ * tail: per reduction step and column a broadcast and an FMA (and a weight load per step shared
+ * by the columns), against 12 broadcasts and 12 FMAs of a 16-column vector. */
+#define KANN_CONV_TAIL_COLS 8
 struct kann_conv_tile;
 void kann_conv_microkernel_12x32_avx512(const struct kann_conv_tile *t);
 
