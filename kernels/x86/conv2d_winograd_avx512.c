@@ -1,8 +1,8 @@
 /* conv2d_winograd for AVX-512: the P GEMMs of each block of 32 tiles on a 12 x 32 register
  * tile (24 ZMM accumulators), or 12 x 16 for a block of at most 16 tiles (and conv2d_packed's
- * column tail for up to 8 more); both transforms 16 tiles of one tile row per vector (the columns
- * of the tiles split out of the rows by permutes, masked loads and stores at the edges of x and y),
- * for F(2x2, 3x3) and F(4x4, 3x3). */
+ * column tail for up to 8 more); the transforms 16 tiles a vector (the columns of the tiles split
+ * out of the rows by permutes, masked loads and stores at the edges of x and y), one run of a
+ * tile row each or, packed, the ends of several tile rows, for F(2x2, 3x3) and F(4x4, 3x3). */
 #include <immintrin.h>
 
 #include "kann_x86.h"
@@ -79,17 +79,34 @@ typedef struct tile_run {
     size_t j, len, th, tw0;
 } tile_run;
 
-/* The runs of the block [q0, q0 + n): along tile rows, 16 tiles at most. */
-static size_t block_runs(const kann_conv2d_winograd_args *a, size_t q0, size_t n, tile_run *runs) {
-    size_t tw_n = kann_wino_tiles_w(a), count = 0;
+/* The runs [r, end) of a block transformed in one vector, whose lane 0 is the block's lane
+ * base; its lanes past base + n hold no tile. */
+typedef struct lane_group {
+    size_t base, n, r, end;
+} lane_group;
+
+/* The runs of the block [q0, q0 + n) along tile rows, 16 tiles at most, and the vectors they
+ * are transformed in: one a run (lane 0 its first tile) or, packed, one for each 16 lanes of
+ * the block with the runs cut at their ends, so a vector may hold the ends of several tile rows
+ * (7 + 7 + 2 tiles on a grid 7 tiles wide). Returns the number of groups. */
+static size_t block_groups(const kann_conv2d_winograd_args *a, size_t q0, size_t n, int packed,
+                           tile_run *runs, lane_group *groups) {
+    size_t tw_n = kann_wino_tiles_w(a), n_runs = 0, n_groups = 0;
     for (size_t j = 0; j < n;) {
         size_t q = q0 + j, th = q / tw_n, tw = q - th * tw_n, len = tw_n - tw;
+        size_t room = packed ? 16 - j % 16 : 16;
         if (len > n - j) len = n - j;
-        if (len > 16) len = 16;
-        runs[count++] = (tile_run){j, len, th, tw};
+        if (len > room) len = room;
+        size_t base = packed ? j - j % 16 : j;
+        if (n_groups == 0 || groups[n_groups - 1].base != base)
+            groups[n_groups++] = (lane_group){base, 0, n_runs, n_runs};
+        lane_group *g = &groups[n_groups - 1];
+        g->end = n_runs + 1;
+        g->n = j + len - base;
+        runs[n_runs++] = (tile_run){j, len, th, tw};
         j += len;
     }
-    return count;
+    return n_groups;
 }
 
 /* The first k lanes, k clamped to [0, 16]. */
@@ -166,7 +183,8 @@ static inline __attribute__((always_inline)) void row4(const float *xc, size_t h
         _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
     const __m512i pair23 =
         _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
-    /* masked lanes are not read: col0 may be -pad */
+    /* masked lanes are not read: col0 may be negative (padding, or a packed run read from an
+     * earlier lane) */
     const float *row = xc + ((ptrdiff_t)y * (ptrdiff_t)w_in + col0);
     int64_t w = (int64_t)w_in;
     __m512 A = _mm512_maskz_loadu_ps(row_lanes(col0, w), row);
@@ -187,28 +205,105 @@ static inline __attribute__((always_inline)) void row4(const float *xc, size_t h
         _mm512_alignr_epi32(_mm512_castps_si512(t5), _mm512_castps_si512(d[1]), 1));
 }
 
-/* The F(4x4, 3x3) input transform of a block: per channel and run, the rows' B^T d B
+/* The lanes [lo, hi) of a vector, clamped to [0, 16). */
+static inline __mmask16 lane_range(int64_t lo, int64_t hi) {
+    return first_lanes(hi) & (__mmask16)~first_lanes(lo);
+}
+
+/* The input transform packs its vectors (block_groups) on grids at most this many tiles wide.
+ * A run's row loads and permutes cost the same either way; packed, the 16 tiles of four or more
+ * tile rows share one transform, but runs are cut at the vector ends and blended in. On grids
+ * 7 and 14 tiles wide that was slower than a vector a run. */
+#define WINO_PACK_INPUT_TILES_W 4
+
+/* The lanes of run k of group g in its vector: all of them for a group of one run from lane
+ * 0 (lanes past the run then hold whatever the rows have there), else the run's own. */
+static inline __mmask16 run_lanes(const tile_run *runs, const lane_group *g, size_t k) {
+    int64_t s = (int64_t)(runs[k].j - g->base);
+    if (g->end - g->r == 1 && s == 0) return 0xffff;
+    return lane_range(s, s + (int64_t)runs[k].len);
+}
+
+/* Row i of the tiles of a group of F(4x4, 3x3), row4 per run, the run's lanes blended in: the
+ * run at lanes s .. s + len - 1 of the vector is read as if the vector began s tiles before its
+ * first tile. */
+static inline __attribute__((always_inline)) void group_row4(const kann_conv2d_winograd_args *a,
+                                                             const float *xc, const tile_run *runs,
+                                                             const lane_group *g, size_t i,
+                                                             __m512 d[6]) {
+    for (int j = 0; j < 6; j++)
+        d[j] = _mm512_setzero_ps();
+    for (size_t k = g->r; k < g->end; k++) {
+        const tile_run *run = &runs[k];
+        int64_t s = (int64_t)(run->j - g->base);
+        __m512 row[6];
+        row4(xc, a->h_in, a->w_in, (int64_t)(4 * run->th + i) - a->pad,
+             4 * ((int64_t)run->tw0 - s) - a->pad, row);
+        __mmask16 m = run_lanes(runs, g, k);
+        for (int j = 0; j < 6; j++)
+            d[j] = _mm512_mask_mov_ps(d[j], m, row[j]);
+    }
+}
+
+/* The four rows of the tiles of a group of F(2x2, 3x3), the columns 2k + j of tile k in d[i][j]
+ * (even and odd columns split by permutes), zero outside the plane; runs as in group_row4. */
+static inline __attribute__((always_inline)) void group_rows2(const kann_conv2d_winograd_args *a,
+                                                              const float *xc, const tile_run *runs,
+                                                              const lane_group *g, __m512 d[4][4]) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 4; j++)
+            d[i][j] = _mm512_setzero_ps();
+    int64_t w = (int64_t)a->w_in;
+    for (size_t k = g->r; k < g->end; k++) {
+        const tile_run *run = &runs[k];
+        int64_t col0 = 2 * ((int64_t)run->tw0 - (int64_t)(run->j - g->base)) - a->pad;
+        __mmask16 m0 = row_lanes(col0, w), m16 = row_lanes(col0 + 16, w);
+        __mmask16 m2 = row_lanes(col0 + 2, w), m18 = row_lanes(col0 + 18, w);
+        __mmask16 m = run_lanes(runs, g, k);
+        for (size_t i = 0; i < 4; i++) {
+            int64_t y = (int64_t)(2 * run->th + i) - a->pad;
+            if (y < 0 || y >= (int64_t)a->h_in) continue; /* padding rows: zero */
+            /* masked lanes are not read: col0 may be negative */
+            const float *row = xc + (y * w + col0);
+            __m512 A = _mm512_maskz_loadu_ps(m0, row), B = _mm512_maskz_loadu_ps(m16, row + 16);
+            __m512 A2 = _mm512_maskz_loadu_ps(m2, row + 2);
+            __m512 B2 = _mm512_maskz_loadu_ps(m18, row + 18);
+            d[i][0] = _mm512_mask_mov_ps(d[i][0], m, _mm512_permutex2var_ps(A, even, B));
+            d[i][1] = _mm512_mask_mov_ps(d[i][1], m, _mm512_permutex2var_ps(A, odd, B));
+            d[i][2] = _mm512_mask_mov_ps(d[i][2], m, _mm512_permutex2var_ps(A2, even, B2));
+            d[i][3] = _mm512_mask_mov_ps(d[i][3], m, _mm512_permutex2var_ps(A2, odd, B2));
+        }
+    }
+}
+
+/* The F(4x4, 3x3) input transform of a block: per channel and group, the rows' B^T d B
  * horizontally (each row's columns), then vertically. */
 static void input_block4(const kann_conv2d_winograd_args *a, const float *x, size_t q0, size_t n,
                          float *v) {
     tile_run runs[KANN_WINO_BLOCK];
-    size_t n_runs = block_runs(a, q0, n, runs), ps = (size_t)a->c_in * KANN_WINO_BLOCK;
-    size_t plane = (size_t)a->h_in * a->w_in;
+    lane_group groups[KANN_WINO_BLOCK];
+    int packed = kann_wino_tiles_w(a) <= WINO_PACK_INPUT_TILES_W;
+    size_t n_groups = block_groups(a, q0, n, packed, runs, groups);
+    size_t ps = (size_t)a->c_in * KANN_WINO_BLOCK, plane = (size_t)a->h_in * a->w_in;
     _Alignas(64) float stage[36][KANN_WINO_BLOCK];
     zero_stage_tail(stage, 36, n);
     for (size_t c = 0; c < a->c_in; c++) {
         const float *xc = x + c * plane;
-        for (size_t r = 0; r < n_runs; r++) {
-            const tile_run *run = &runs[r];
+        for (const lane_group *g = groups; g < groups + n_groups; g++) {
             __m512 h[6][6];
+            /* unrolled, so that h stays in registers */
+#pragma GCC unroll 6
             for (size_t i = 0; i < 6; i++) {
                 __m512 d[6];
-                row4(xc, a->h_in, a->w_in, (int64_t)(4 * run->th + i) - a->pad,
-                     (int64_t)(4 * run->tw0) - a->pad, d);
+                group_row4(a, xc, runs, g, i, d);
                 bt4(d, h[i]);
             }
-            __mmask16 keep = first_lanes((int64_t)run->len);
-            float *dst = stage[0] + run->j;
+            __mmask16 keep = first_lanes((int64_t)g->n);
+            float *dst = stage[0] + g->base;
             for (size_t j = 0; j < 6; j++) {
                 __m512 col[6], o[6];
                 for (size_t i = 0; i < 6; i++)
@@ -222,44 +317,23 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
     }
 }
 
-/* The F(2x2, 3x3) input transform of a block. */
+/* The F(2x2, 3x3) input transform of a block, per channel and group. */
 static void input_block2(const kann_conv2d_winograd_args *a, const float *x, size_t q0, size_t n,
-                        float *v) {
+                         float *v) {
     tile_run runs[KANN_WINO_BLOCK];
-    size_t n_runs = block_runs(a, q0, n, runs), ps = (size_t)a->c_in * KANN_WINO_BLOCK;
-    size_t plane = (size_t)a->h_in * a->w_in, w_in = a->w_in;
-    const __m512i even =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd =
-        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    lane_group groups[KANN_WINO_BLOCK];
+    int packed = kann_wino_tiles_w(a) <= WINO_PACK_INPUT_TILES_W;
+    size_t n_groups = block_groups(a, q0, n, packed, runs, groups);
+    size_t ps = (size_t)a->c_in * KANN_WINO_BLOCK, plane = (size_t)a->h_in * a->w_in;
     _Alignas(64) float stage[16][KANN_WINO_BLOCK];
     zero_stage_tail(stage, 16, n);
     for (size_t c = 0; c < a->c_in; c++) {
         const float *xc = x + c * plane;
-        for (size_t r = 0; r < n_runs; r++) {
-            const tile_run *run = &runs[r];
-            int64_t col0 = (int64_t)(2 * run->tw0) - a->pad, w = (int64_t)w_in;
-            __mmask16 m0 = row_lanes(col0, w), m16 = row_lanes(col0 + 16, w);
-            __mmask16 m2 = row_lanes(col0 + 2, w), m18 = row_lanes(col0 + 18, w);
+        for (const lane_group *g = groups; g < groups + n_groups; g++) {
             __m512 d[4][4];
-            for (size_t i = 0; i < 4; i++) {
-                int64_t ih = (int64_t)(2 * run->th + i) - a->pad;
-                if (ih < 0 || ih >= (int64_t)a->h_in) {
-                    d[i][0] = d[i][1] = d[i][2] = d[i][3] = _mm512_setzero_ps();
-                    continue;
-                }
-                /* masked lanes are not read: col0 may be -pad */
-                const float *row = xc + ((ptrdiff_t)ih * (ptrdiff_t)w_in + col0);
-                __m512 A = _mm512_maskz_loadu_ps(m0, row), B = _mm512_maskz_loadu_ps(m16, row + 16);
-                __m512 A2 = _mm512_maskz_loadu_ps(m2, row + 2);
-                __m512 B2 = _mm512_maskz_loadu_ps(m18, row + 18);
-                d[i][0] = _mm512_permutex2var_ps(A, even, B);
-                d[i][1] = _mm512_permutex2var_ps(A, odd, B);
-                d[i][2] = _mm512_permutex2var_ps(A2, even, B2);
-                d[i][3] = _mm512_permutex2var_ps(A2, odd, B2);
-            }
-            __mmask16 keep = first_lanes((int64_t)run->len);
-            float *dst = stage[0] + run->j;
+            group_rows2(a, xc, runs, g, d);
+            __mmask16 keep = first_lanes((int64_t)g->n);
+            float *dst = stage[0] + g->base;
             for (size_t i = 0; i < 4; i++) {
                 __m512 t[4];
                 for (size_t j = 0; j < 4; j++) {
@@ -313,34 +387,75 @@ static inline out_act out_act_of(const kann_act *act) {
     return o;
 }
 
-/* cnt consecutive outputs at y (cnt <= 16 nv): the lanes of v[0 .. nv) in order, plus the
- * residual at res (if any), activated. */
-static inline __attribute__((always_inline)) void store_outputs(float *y, const float *res,
-                                                                const __m512 *v, int nv,
-                                                                int64_t cnt, const out_act *o) {
+/* Lanes [lo, hi) of the nv vectors v (as one array of 16 nv floats) to y[lo .. hi), plus the
+ * residual res[lo .. hi) (if any), activated. Only those elements of y and res are accessed. */
+static inline __attribute__((always_inline)) void store_lanes(float *y, const float *res,
+                                                              const __m512 *v, int nv, int64_t lo,
+                                                              int64_t hi, const out_act *o) {
+#pragma GCC unroll 4
     for (int q = 0; q < nv; q++) {
-        __mmask16 kq = first_lanes(cnt - 16 * q);
-        if (!kq) break;
+        __mmask16 kq = lane_range(lo - 16 * q, hi - 16 * q);
+        if (!kq) continue;
         __m512 vq = v[q];
+        /* masked lanes are not accessed: y + 16 q may lie before the row */
         if (res) vq = _mm512_add_ps(vq, _mm512_maskz_loadu_ps(kq, res + 16 * q));
         if (o->vec) vq = vf_act(vq, o->act, o->lo, o->hi);
         _mm512_mask_storeu_ps(y + 16 * q, kq, vq);
     }
     if (!o->vec)
-        for (int64_t j = 0; j < cnt; j++)
+        for (int64_t j = lo; j < hi; j++)
             y[j] = kann_act_apply(o->act, y[j]);
 }
 
+/* Where a run's outputs go: output row i of its tiles (i < rows; the others lie past the
+ * bottom of y) takes the lanes [lo, hi) of its group's transformed row i (per outputs a tile,
+ * past the right edge of y cut) to y[at + i w_out + lo ..]. */
+typedef struct run_out {
+    ptrdiff_t at;
+    int64_t lo, hi;
+    size_t rows;
+} run_out;
+
+static void run_outputs(const kann_conv2d_winograd_args *a, const tile_run *runs,
+                        const lane_group *groups, size_t n_groups, size_t per, run_out *outs) {
+    size_t w_out = a->w_out;
+    for (const lane_group *g = groups; g < groups + n_groups; g++)
+        for (size_t k = g->r; k < g->end; k++) {
+            const tile_run *run = &runs[k];
+            size_t oh = per * run->th, col0 = per * run->tw0;
+            int64_t lo = (int64_t)(per * (run->j - g->base)), cnt = (int64_t)(w_out - col0);
+            if (cnt > (int64_t)(per * run->len)) cnt = (int64_t)(per * run->len);
+            outs[k].lo = lo;
+            outs[k].hi = lo + cnt;
+            outs[k].at = (ptrdiff_t)(oh * w_out + col0) - lo; /* lane lo lands on column col0 */
+            outs[k].rows = a->h_out - oh < per ? a->h_out - oh : per;
+        }
+}
+
+/* Output row i of a group's runs from its transformed row v (nv vectors). */
+static inline __attribute__((always_inline)) void
+store_runs(const run_out *outs, const lane_group *g, size_t i, size_t w_out, const __m512 *v,
+           int nv, float *yr, const float *rr, const out_act *o) {
+    for (const run_out *ro = outs + g->r; ro < outs + g->end; ro++) {
+        if (i >= ro->rows) continue;
+        ptrdiff_t at = ro->at + (ptrdiff_t)(i * w_out);
+        store_lanes(yr + at, rr ? rr + at : NULL, v, nv, ro->lo, ro->hi, o);
+    }
+}
+
 /* The F(4x4, 3x3) output transform of one weight panel over a block: per output channel and
- * run, A^T M A (columns, then rows), each output row's four column vectors interleaved into 64
- * consecutive outputs, then bias, residual and activation. */
-static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, size_t q0,
-                          size_t n, size_t m0, size_t mr, const float *bias, const float *res,
-                          float *y) {
+ * vector of 16 tiles, A^T M A (columns, then rows), each output row's four column vectors
+ * interleaved into 64 outputs (4 per tile), then bias, residual and activation as they are
+ * stored to the tiles' rows of y. */
+static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
+                          size_t m0, size_t mr, const float *bias, const float *res, float *y) {
     tile_run runs[KANN_WINO_BLOCK];
-    size_t n_runs = block_runs(a, q0, n, runs), hw = (size_t)a->h_out * a->w_out;
+    lane_group groups[KANN_WINO_BLOCK];
+    run_out outs[KANN_WINO_BLOCK];
+    size_t n_groups = block_groups(a, q0, n, 1, runs, groups), hw = (size_t)a->h_out * a->w_out;
     size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;
     out_act oa = out_act_of(&a->act);
+    run_outputs(a, runs, groups, n_groups, 4, outs);
     /* columns b, b + 1 of tiles k = 0..7 (zip_lo) or 8..15 (zip_hi) side by side, then pairs of
      * pairs */
     const __m512i quad_lo = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
@@ -349,10 +464,9 @@ static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, s
         __m512 bv = _mm512_set1_ps(bias ? bias[m0 + r] : 0.0f);
         const float *rr = res ? res + (m0 + r) * hw : NULL;
         float *yr = y + (m0 + r) * hw;
-        for (size_t k = 0; k < n_runs; k++) {
-            const tile_run *run = &runs[k];
-            __mmask16 keep = first_lanes((int64_t)run->len);
-            const float *src = mb + r * KANN_WINO_BLOCK + run->j;
+        for (const lane_group *g = groups; g < groups + n_groups; g++) {
+            __mmask16 keep = first_lanes((int64_t)g->n);
+            const float *src = mb + r * KANN_WINO_BLOCK + g->base;
             __m512 s[4][6];
             for (size_t j = 0; j < 6; j++) {
                 __m512 col[6], o[4];
@@ -362,12 +476,9 @@ static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, s
                 for (size_t i = 0; i < 4; i++)
                     s[i][j] = o[i];
             }
-            size_t col0 = 4 * run->tw0;
-            int64_t cnt = (int64_t)w_out - (int64_t)col0;
-            if (cnt > (int64_t)(4 * run->len)) cnt = (int64_t)(4 * run->len);
+            /* unrolled, so that s stays in registers */
+#pragma GCC unroll 4
             for (size_t i = 0; i < 4; i++) {
-                size_t oh = 4 * run->th + i;
-                if (oh >= a->h_out) break;
                 __m512 o[4];
                 at4(s[i], o);
                 for (int b = 0; b < 4; b++)
@@ -382,8 +493,7 @@ static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, s
                     _mm512_castpd_ps(_mm512_permutex2var_pd(p01h, quad_lo, p23h)),
                     _mm512_castpd_ps(_mm512_permutex2var_pd(p01h, quad_hi, p23h)),
                 };
-                size_t at = oh * w_out + col0;
-                store_outputs(yr + at, rr ? rr + at : NULL, out, 4, cnt, &oa);
+                store_runs(outs, g, i, w_out, out, 4, yr, rr, &oa);
             }
         }
     }
@@ -391,28 +501,25 @@ static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, s
 
 /* The F(2x2, 3x3) output transform of one weight panel over a block. */
 static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
-                         size_t m0, size_t mr, const float *bias, const float *res, float *y) {
+                          size_t m0, size_t mr, const float *bias, const float *res, float *y) {
     tile_run runs[KANN_WINO_BLOCK];
-    size_t n_runs = block_runs(a, q0, n, runs), hw = (size_t)a->h_out * a->w_out;
+    lane_group groups[KANN_WINO_BLOCK];
+    run_out outs[KANN_WINO_BLOCK];
+    size_t n_groups = block_groups(a, q0, n, 1, runs, groups), hw = (size_t)a->h_out * a->w_out;
     size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;
     out_act oa = out_act_of(&a->act);
+    run_outputs(a, runs, groups, n_groups, 2, outs);
     for (size_t r = 0; r < mr; r++) {
         __m512 bv = _mm512_set1_ps(bias ? bias[m0 + r] : 0.0f);
         const float *rr = res ? res + (m0 + r) * hw : NULL;
         float *yr = y + (m0 + r) * hw;
-        for (size_t k = 0; k < n_runs; k++) {
-            const tile_run *run = &runs[k];
-            __mmask16 keep = first_lanes((int64_t)run->len);
-            const float *src = mb + r * KANN_WINO_BLOCK + run->j;
+        for (const lane_group *g = groups; g < groups + n_groups; g++) {
+            __mmask16 keep = first_lanes((int64_t)g->n);
+            const float *src = mb + r * KANN_WINO_BLOCK + g->base;
             __m512 m[16];
             for (size_t p = 0; p < 16; p++)
                 m[p] = _mm512_maskz_loadu_ps(keep, src + p * ms);
-            size_t col0 = 2 * run->tw0;
-            int64_t cnt = (int64_t)w_out - (int64_t)col0;
-            if (cnt > (int64_t)(2 * run->len)) cnt = (int64_t)(2 * run->len);
             for (size_t i = 0; i < 2; i++) {
-                size_t oh = 2 * run->th + i;
-                if (oh >= a->h_out) break;
                 __m512 s[4];
                 for (size_t j = 0; j < 4; j++)
                     s[j] = i == 0 ? _mm512_add_ps(_mm512_add_ps(m[j], m[4 + j]), m[8 + j])
@@ -420,8 +527,7 @@ static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, s
                 __m512 o0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(s[0], s[1]), s[2]), bv);
                 __m512 o1 = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(s[1], s[2]), s[3]), bv);
                 __m512 v[2] = {zip_lo(o0, o1), zip_hi(o0, o1)};
-                size_t at = oh * w_out + col0;
-                store_outputs(yr + at, rr ? rr + at : NULL, v, 2, cnt, &oa);
+                store_runs(outs, g, i, w_out, v, 2, yr, rr, &oa);
             }
         }
     }

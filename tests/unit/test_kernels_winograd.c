@@ -117,9 +117,10 @@ static void run_case(kann_wino_transform transform, int with_bias, int with_res)
     memset(&a, 0, sizeof a);
     a.c_in = rng_range(1, 40);
     a.c_out = rng_range(1, 30);
-    /* F(4x4): up to 3 blocks of tiles and tile rows of more than 16 tiles */
+    /* up to 3 blocks of tiles (F(4x4)), tile rows of 1 to more than 16 tiles: a vector of 16
+     * tiles may hold the ends of several tile rows */
     a.h_out = rng_range(1, transform == KANN_WINO_F4X4 ? 26 : 13);
-    a.w_out = rng_range(1, transform == KANN_WINO_F4X4 ? 70 : 19);
+    a.w_out = rng_range(1, transform == KANN_WINO_F4X4 ? 70 : 40);
     /* padding read in place (0 to 2 rows and columns above and left; below and right at most
      * as many), or x wider than the windows */
     a.pad = rng_range(0, 2);
