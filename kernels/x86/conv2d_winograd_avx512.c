@@ -74,10 +74,29 @@ static __attribute__((noinline)) void gemm_12x32(const float *u, const float *v,
     if (n > 16) gemm_tail(u, v, c_in, n, m);
 }
 
-/* Lanes [j, j + len) of a block (len <= 16): tiles tw0 .. tw0 + len - 1 of tile row th. */
+/* The first k lanes, k clamped to [0, 16]. */
+static inline __mmask16 first_lanes(int64_t k) {
+    return k <= 0 ? 0 : k >= 16 ? 0xffff : (__mmask16)((1u << k) - 1u);
+}
+
+/* The lanes [lo, hi) of a vector, clamped to [0, 16). */
+static inline __mmask16 lane_range(int64_t lo, int64_t hi) {
+    return first_lanes(hi) & (__mmask16)~first_lanes(lo);
+}
+
+/* Lanes [j, j + len) of a block (len <= 16): tiles tw0 .. tw0 + len - 1 of tile row th; lanes:
+ * its lanes in its group's vector, or all of them for a group of one run from lane 0 (lanes
+ * past the run then hold whatever the rows have there). */
 typedef struct tile_run {
     size_t j, len, th, tw0;
+    __mmask16 lanes;
 } tile_run;
+
+/* The input transform packs its vectors (block_groups) on grids at most this many tiles wide.
+ * A run's row loads and permutes cost the same either way; packed, the 16 tiles of four or more
+ * tile rows share one transform, but runs are cut at the vector ends and blended in. On grids
+ * 7 and 14 tiles wide that was slower than a vector a run. */
+#define WINO_PACK_INPUT_TILES_W 4
 
 /* The runs [r, end) of a block transformed in one vector, whose lane 0 is the block's lane
  * base; its lanes past base + n hold no tile. */
@@ -103,15 +122,22 @@ static size_t block_groups(const kann_conv2d_winograd_args *a, size_t q0, size_t
         lane_group *g = &groups[n_groups - 1];
         g->end = n_runs + 1;
         g->n = j + len - base;
-        runs[n_runs++] = (tile_run){j, len, th, tw};
+        runs[n_runs++] = (tile_run){j, len, th, tw, 0};
         j += len;
     }
+    for (const lane_group *g = groups; g < groups + n_groups; g++)
+        for (size_t k = g->r; k < g->end; k++) {
+            int64_t s = (int64_t)(runs[k].j - g->base);
+            runs[k].lanes = g->end - g->r == 1 && s == 0 ? (__mmask16)0xffff
+                                                         : lane_range(s, s + (int64_t)runs[k].len);
+        }
     return n_groups;
 }
 
-/* The first k lanes, k clamped to [0, 16]. */
-static inline __mmask16 first_lanes(int64_t k) {
-    return k <= 0 ? 0 : k >= 16 ? 0xffff : (__mmask16)((1u << k) - 1u);
+/* The groups of the input transform: packed on grids at most WINO_PACK_INPUT_TILES_W wide. */
+static size_t input_groups(const kann_conv2d_winograd_args *a, size_t q0, size_t n, tile_run *runs,
+                           lane_group *groups) {
+    return block_groups(a, q0, n, kann_wino_tiles_w(a) <= WINO_PACK_INPUT_TILES_W, runs, groups);
 }
 
 /* The lanes i of a vector loaded from column col + i of a row w_in wide that lie in the row. */
@@ -205,25 +231,6 @@ static inline __attribute__((always_inline)) void row4(const float *xc, size_t h
         _mm512_alignr_epi32(_mm512_castps_si512(t5), _mm512_castps_si512(d[1]), 1));
 }
 
-/* The lanes [lo, hi) of a vector, clamped to [0, 16). */
-static inline __mmask16 lane_range(int64_t lo, int64_t hi) {
-    return first_lanes(hi) & (__mmask16)~first_lanes(lo);
-}
-
-/* The input transform packs its vectors (block_groups) on grids at most this many tiles wide.
- * A run's row loads and permutes cost the same either way; packed, the 16 tiles of four or more
- * tile rows share one transform, but runs are cut at the vector ends and blended in. On grids
- * 7 and 14 tiles wide that was slower than a vector a run. */
-#define WINO_PACK_INPUT_TILES_W 4
-
-/* The lanes of run k of group g in its vector: all of them for a group of one run from lane
- * 0 (lanes past the run then hold whatever the rows have there), else the run's own. */
-static inline __mmask16 run_lanes(const tile_run *runs, const lane_group *g, size_t k) {
-    int64_t s = (int64_t)(runs[k].j - g->base);
-    if (g->end - g->r == 1 && s == 0) return 0xffff;
-    return lane_range(s, s + (int64_t)runs[k].len);
-}
-
 /* Row i of the tiles of a group of F(4x4, 3x3), row4 per run, the run's lanes blended in: the
  * run at lanes s .. s + len - 1 of the vector is read as if the vector began s tiles before its
  * first tile. */
@@ -239,7 +246,7 @@ static inline __attribute__((always_inline)) void group_row4(const kann_conv2d_w
         __m512 row[6];
         row4(xc, a->h_in, a->w_in, (int64_t)(4 * run->th + i) - a->pad,
              4 * ((int64_t)run->tw0 - s) - a->pad, row);
-        __mmask16 m = run_lanes(runs, g, k);
+        __mmask16 m = run->lanes;
         for (int j = 0; j < 6; j++)
             d[j] = _mm512_mask_mov_ps(d[j], m, row[j]);
     }
@@ -263,7 +270,7 @@ static inline __attribute__((always_inline)) void group_rows2(const kann_conv2d_
         int64_t col0 = 2 * ((int64_t)run->tw0 - (int64_t)(run->j - g->base)) - a->pad;
         __mmask16 m0 = row_lanes(col0, w), m16 = row_lanes(col0 + 16, w);
         __mmask16 m2 = row_lanes(col0 + 2, w), m18 = row_lanes(col0 + 18, w);
-        __mmask16 m = run_lanes(runs, g, k);
+        __mmask16 m = run->lanes;
         for (size_t i = 0; i < 4; i++) {
             int64_t y = (int64_t)(2 * run->th + i) - a->pad;
             if (y < 0 || y >= (int64_t)a->h_in) continue; /* padding rows: zero */
@@ -286,8 +293,7 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
                          float *v) {
     tile_run runs[KANN_WINO_BLOCK];
     lane_group groups[KANN_WINO_BLOCK];
-    int packed = kann_wino_tiles_w(a) <= WINO_PACK_INPUT_TILES_W;
-    size_t n_groups = block_groups(a, q0, n, packed, runs, groups);
+    size_t n_groups = input_groups(a, q0, n, runs, groups);
     size_t ps = (size_t)a->c_in * KANN_WINO_BLOCK, plane = (size_t)a->h_in * a->w_in;
     _Alignas(64) float stage[36][KANN_WINO_BLOCK];
     zero_stage_tail(stage, 36, n);
@@ -322,8 +328,7 @@ static void input_block2(const kann_conv2d_winograd_args *a, const float *x, siz
                          float *v) {
     tile_run runs[KANN_WINO_BLOCK];
     lane_group groups[KANN_WINO_BLOCK];
-    int packed = kann_wino_tiles_w(a) <= WINO_PACK_INPUT_TILES_W;
-    size_t n_groups = block_groups(a, q0, n, packed, runs, groups);
+    size_t n_groups = input_groups(a, q0, n, runs, groups);
     size_t ps = (size_t)a->c_in * KANN_WINO_BLOCK, plane = (size_t)a->h_in * a->w_in;
     _Alignas(64) float stage[16][KANN_WINO_BLOCK];
     zero_stage_tail(stage, 16, n);
