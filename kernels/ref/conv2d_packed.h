@@ -436,6 +436,21 @@ static inline int kann_conv2d_packed_phase_plan(const kann_conv2d_packed_args *a
     return 1;
 }
 
+/* The AVX-512 variant's lanes path (output channels in the lanes, conv2d_lanes_avx512.c) takes
+ * the strided convs of the phase path (at least 2 taps, KANN_CONV_PHASE_MIN_K reduction steps)
+ * whose tile holds at least KANN_CONV_LANES_MIN_PIXELS output pixels: its repacked weights serve
+ * every pixel of the tile, and over fewer the 12 x 32 tile, streaming the panels in place, is
+ * faster (resnet18's layer4 3x3 stride 2, 49 pixels: 1.2x slower on lanes). */
+#define KANN_CONV_LANES_MIN_PIXELS 128
+
+static inline int kann_conv2d_packed_lanes(const kann_conv2d_packed_args *a, size_t p_begin,
+                                           size_t p_end) {
+    uint64_t taps = (uint64_t)a->k_h * a->k_w;
+    return !(a->stride_h == 1 && a->stride_w == 1) && a->stride_h != 0 && a->stride_w != 0 &&
+           taps >= 2 && taps <= KANN_CONV_MAX_TAPS && a->c_in * taps >= KANN_CONV_PHASE_MIN_K &&
+           a->w_out != 0 && p_begin < p_end && p_end - p_begin >= KANN_CONV_LANES_MIN_PIXELS;
+}
+
 /* The phase path's loop nest: the planes of every channel into buf (kann_phase_fill, rows by
  * row_fn), then the grid. */
 static inline __attribute__((always_inline)) void

@@ -205,6 +205,8 @@ static const char *path_name(const kann_conv2d_packed_args *a) {
     if (kann_conv2d_packed_direct(a)) return "direct (AVX-512; wide, phase or gather elsewhere)";
     if (kann_conv2d_packed_wide(a)) return "wide";
     if (kann_conv2d_packed_pointwise(a)) return "pointwise";
+    if (kann_conv2d_packed_lanes(a, 0, (size_t)a->h_out * a->w_out))
+        return "lanes (AVX-512; phase elsewhere)";
     if (kann_conv2d_packed_phase_plan(a, 0, (size_t)a->h_out * a->w_out, &ph)) return "phase";
     return "gather";
 }
@@ -389,6 +391,21 @@ static void test_conv2d_packed_wide_random(void **state) {
     assert_true(wide > 60); /* most cases took the wide path */
 }
 
+/* A strided conv (strides 2 and 3) of 2 to 25 taps, dilation 2 one time in three, padding up
+ * to 3, a reduction of at least KANN_CONV_PHASE_MIN_K steps plus up to c_in_extra input
+ * channels, 1 to c_out_max output channels; the input size is the caller's. */
+static conv_case strided_conv_case(uint32_t c_in_extra, uint32_t c_out_max) {
+    conv_case cc = {0};
+    cc.k_h = rng_range(1, 5);
+    cc.k_w = rng_range(cc.k_h == 1 ? 2 : 1, 5);
+    cc.c_in = (uint32_t)(KANN_CONV_PHASE_MIN_K / (cc.k_h * cc.k_w)) + rng_range(1, c_in_extra);
+    cc.c_out = rng_range(1, c_out_max);
+    cc.dil = rng_range(1, 3) == 1 ? 2 : 1;
+    cc.stride = rng_range(2, 3);
+    cc.pad = rng_range(0, 3);
+    return cc;
+}
+
 /* The phase path: strided convs (strides 2 and 3, windows of 2 to 25 taps, dilation, padding
  * up to 3) with reductions long enough for it; tiles that start and end inside rows. */
 static void test_conv2d_packed_phase_random(void **state) {
@@ -396,14 +413,7 @@ static void test_conv2d_packed_phase_random(void **state) {
     rng_state = 2024;
     int phase = 0;
     for (int i = 0; i < 80; i++) {
-        conv_case cc;
-        cc.k_h = rng_range(1, 5);
-        cc.k_w = rng_range(cc.k_h == 1 ? 2 : 1, 5);
-        cc.c_in = (uint32_t)(KANN_CONV_PHASE_MIN_K / (cc.k_h * cc.k_w)) + rng_range(1, 24);
-        cc.c_out = rng_range(1, 40);
-        cc.dil = rng_range(1, 3) == 1 ? 2 : 1;
-        cc.stride = rng_range(2, 3);
-        cc.pad = rng_range(0, 3);
+        conv_case cc = strided_conv_case(24, 40);
         cc.h_in = rng_range(cc.dil * (cc.k_h - 1) + 1, 24);
         /* mostly outputs at least KANN_CONV_PHASE_MIN_W wide, some narrower (gathered) */
         cc.w_in = rng_range(i % 8 ? KANN_CONV_PHASE_MIN_W * cc.stride + cc.dil * (cc.k_w - 1)
@@ -415,6 +425,29 @@ static void test_conv2d_packed_phase_random(void **state) {
         phase += strcmp(path_name(&a), "phase") == 0;
     }
     assert_true(phase > 40); /* most cases took the phase path */
+}
+
+/* The AVX-512 lanes path: strided convs (strides 2 and 3, windows of 2 to 25 taps, dilation,
+ * padding up to 3) over at least KANN_CONV_LANES_MIN_PIXELS output pixels; 1 to 150 output
+ * channels (passes of 64, ragged last vectors, tiles along channels that start inside a pass),
+ * input channels in several blocks, groups of pixels across rows, tiles along pixels that start
+ * and end inside rows (some under the pixel minimum: the phase path beside it). */
+static void test_conv2d_packed_lanes_random(void **state) {
+    (void)state;
+    rng_state = 4242;
+    int lanes = 0;
+    for (int i = 0; i < 60; i++) {
+        conv_case cc = strided_conv_case(40, 150);
+        /* outputs of 8 to 30 columns and enough rows for the pixel minimum */
+        uint32_t w_out = rng_range(8, 30), h_out = (KANN_CONV_LANES_MIN_PIXELS + w_out - 1) / w_out;
+        h_out += rng_range(0, 8);
+        cc.w_in = (w_out - 1) * cc.stride + cc.dil * (cc.k_w - 1) + 1 - rng_range(0, cc.pad);
+        cc.h_in = (h_out - 1) * cc.stride + cc.dil * (cc.k_h - 1) + 1 - rng_range(0, cc.pad);
+        run_conv_case(&cc);
+        kann_conv2d_packed_args a = conv_case_shape(&cc);
+        lanes += strncmp(path_name(&a), "lanes", 5) == 0;
+    }
+    assert_true(lanes > 50); /* most cases took the lanes path */
 }
 
 /* The AVX-512 direct path: 1 to 4 input channels, windows up to 7x7 (and a few over its
@@ -895,6 +928,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_packed_random),
         cmocka_unit_test(test_conv2d_packed_wide_random),
         cmocka_unit_test(test_conv2d_packed_phase_random),
+        cmocka_unit_test(test_conv2d_packed_lanes_random),
         cmocka_unit_test(test_conv2d_packed_direct_random),
         cmocka_unit_test(test_conv2d_packed_model_shapes),
         cmocka_unit_test(test_conv2d_packed_validate),

@@ -1,0 +1,311 @@
+/* conv2d_packed's lanes path on AVX-512, for strided k x k convs: output channels in the lanes,
+ * input values broadcast. The 12 x 32 tile of the phase path loads its two B vectors at any
+ * offset of a phase plane (split across cache lines) and broadcasts 12 weights per reduction
+ * step; here a step loads up to 4 vectors of 16 output channels' weights (aligned, from a block
+ * repacked for the pass) and broadcasts one input value per pixel of a group of up to 6, 24
+ * accumulators either way but 10 loads instead of 14 and no split line.
+ *
+ * Loop nest: passes of up to 64 output channels; in each, blocks of input channels (about
+ * LANES_BLOCK_K reduction steps: their weights stay in the L1 cache); in each block, bands of
+ * output rows whose input rows, zero-padded, are copied to a band buffer (every tap a constant
+ * offset from a pixel's base there, strides and dilations included); in each band, groups of
+ * the tile's pixels, taken in order across rows. A group's sums go to a staging buffer in the
+ * tile's scratch ([pixel][64]) between blocks; after the last block each band's pixels go back
+ * to the channel planes through 16 x 16 transposes, bias, residual and activation fused. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kann_x86.h"
+#include "ref/act.h"
+#include "ref/conv2d_packed.h"
+
+#define KANN_VEC_BITS 512
+#include "vec_math.h"
+#include "simd_act.h"
+#include "transpose_avx512.h"
+#include "row_pair_avx512.h"
+
+/* Output channels per pass (4 vectors). */
+#define LANES_PASS 64
+/* Reduction steps per block of input channels: its weights, LANES_BLOCK_K x 64 floats (24 KiB),
+ * stay in the L1 cache beside the band buffer. */
+#define LANES_BLOCK_K 96
+/* Floats of a band buffer (16 KiB): the rows of a block's input channels that a band of output
+ * rows reads. */
+#define LANES_BAND_FLOATS 4096
+/* Pixels of a group: 24 accumulators over v vectors of channels. */
+#define LANES_MAX_PX 16
+
+/* The geometry of the lanes path for one tile. */
+typedef struct lanes_plan {
+    size_t taps, K;
+    size_t cb;        /* input channels per block */
+    size_t w_p;       /* band row: the columns the outputs' windows reach, from -pad_left */
+    size_t band_out;  /* output rows per band */
+    size_t band_rows; /* input rows of a full band */
+    size_t plane;     /* floats per channel in the band buffer */
+    size_t p_begin, p_end, m_begin, m_end;
+    size_t passes, ld;        /* passes of LANES_PASS channels; floats per staged pixel */
+    float *stage, *wt, *band; /* in the tile's scratch */
+} lanes_plan;
+
+/* The lanes plan of tile a, or 0 when the path does not apply (kann_conv2d_packed_lanes), the
+ * band buffer cannot hold one input row of the window's reach, or the tile's part of the scratch
+ * cannot hold the staging buffer, a block's weights and the band. */
+static int lanes_plan_of(const kann_conv2d_packed_args *a, const kann_exec *ex, lanes_plan *pl) {
+    kann_conv2d_packed_range(a, &pl->m_begin, &pl->m_end, &pl->p_begin, &pl->p_end);
+    if (pl->m_begin >= pl->m_end || !kann_conv2d_packed_lanes(a, pl->p_begin, pl->p_end)) return 0;
+    size_t taps = (size_t)a->k_h * a->k_w;
+    pl->taps = taps;
+    pl->K = a->c_in * taps;
+    pl->w_p = ((size_t)a->w_out - 1) * a->stride_w + (size_t)(a->k_w - 1) * a->dil_w + 1;
+    size_t reach = (size_t)(a->k_h - 1) * a->dil_h + 1;
+    pl->cb = LANES_BLOCK_K / taps ? LANES_BLOCK_K / taps : 1;
+    if (pl->cb > a->c_in) pl->cb = a->c_in;
+    /* as many output rows as the band buffer holds for cb channels; fewer channels where even
+     * one row does not fit */
+    while (pl->cb > 1 && pl->cb * reach * pl->w_p > LANES_BAND_FLOATS)
+        pl->cb--;
+    if (reach * pl->w_p > LANES_BAND_FLOATS) return 0;
+    size_t rows_fit = LANES_BAND_FLOATS / (pl->cb * pl->w_p);
+    pl->band_out = (rows_fit - reach) / a->stride_h + 1;
+    size_t tile_rows = (pl->p_end - 1) / a->w_out - pl->p_begin / a->w_out + 1;
+    if (pl->band_out > tile_rows) pl->band_out = tile_rows;
+    pl->band_rows = (pl->band_out - 1) * a->stride_h + reach;
+    pl->plane = pl->band_rows * pl->w_p;
+    pl->passes = (pl->m_end - pl->m_begin + LANES_PASS - 1) / LANES_PASS;
+    pl->ld = pl->passes * LANES_PASS;
+    uint64_t n_px = pl->p_end - pl->p_begin, g = KANN_CONV_PIXEL_GRANULE;
+    uint64_t need = (n_px + (uint64_t)pl->cb * taps) * pl->ld + (uint64_t)pl->cb * pl->plane + 16;
+    uint64_t avail = ((pl->p_end + g - 1) / g * g - pl->p_begin) * pl->K;
+    if (need > avail) return 0;
+    /* 64-byte aligned pieces: the weight rows are loaded aligned */
+    float *s = kann_mref(ex, a->scratch) + pl->p_begin * pl->K;
+    s += (16 - ((uintptr_t)s / sizeof(float)) % 16) % 16;
+    pl->stage = s;
+    pl->wt = s + n_px * pl->ld;
+    pl->band = pl->wt + pl->cb * taps * pl->ld;
+    return 1;
+}
+
+/* acc[j][v] (pixel j, channels 16v..16v+15 of the pass) += over the block's steps k of
+ * wt[k][16v + lane] * src[off[k] + base[j]]; P pixels, V vectors. */
+static inline __attribute__((always_inline)) void lanes_sums(const float *wt, const float *src,
+                                                             const ptrdiff_t *off, size_t kb,
+                                                             const ptrdiff_t *base, int P, int V,
+                                                             __m512 acc[LANES_MAX_PX][4]) {
+    /* a pointer per pixel, the step's offset an index register: no address arithmetic */
+    const float *px[LANES_MAX_PX];
+#pragma GCC unroll 16
+    for (int j = 0; j < P; j++)
+        px[j] = src + base[j];
+    for (size_t k = 0; k < kb; k++, wt += LANES_PASS) {
+        __m512 w[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < V; v++)
+            w[v] = _mm512_load_ps(wt + 16 * v);
+        ptrdiff_t o = off[k];
+#pragma GCC unroll 16
+        for (int j = 0; j < P; j++) {
+            __m512 x = _mm512_set1_ps(px[j][o]);
+#pragma GCC unroll 4
+            for (int v = 0; v < V; v++)
+                acc[j][v] = _mm512_fmadd_ps(x, w[v], acc[j][v]);
+        }
+    }
+}
+
+/* What a group of pixels works on. */
+typedef struct lanes_group {
+    const float *wt, *band;
+    const ptrdiff_t *off;
+    size_t kb;
+    float *stage; /* the group's first pixel's row of the staging buffer, its pass's part */
+    size_t ld;    /* floats per staged pixel */
+    ptrdiff_t base[LANES_MAX_PX];
+    size_t n; /* pixels of the group (the others repeat the last one's base, not stored) */
+    int first;
+} lanes_group;
+
+/* One group, P pixels and V vectors: continue the staged sums (unless the first block), add the
+ * block's, stage them. */
+static inline __attribute__((always_inline)) void lanes_group_run(const lanes_group *gr, int P,
+                                                                  int V) {
+    __m512 acc[LANES_MAX_PX][4];
+#pragma GCC unroll 16
+    for (int j = 0; j < P; j++)
+#pragma GCC unroll 4
+        for (int v = 0; v < V; v++)
+            acc[j][v] = gr->first || (size_t)j >= gr->n
+                            ? _mm512_setzero_ps()
+                            : _mm512_load_ps(gr->stage + j * gr->ld + 16 * v);
+    lanes_sums(gr->wt, gr->band, gr->off, gr->kb, gr->base, P, V, acc);
+#pragma GCC unroll 16
+    for (int j = 0; j < P; j++) {
+        if ((size_t)j >= gr->n) break;
+#pragma GCC unroll 4
+        for (int v = 0; v < V; v++)
+            _mm512_store_ps(gr->stage + j * gr->ld + 16 * v, acc[j][v]);
+    }
+}
+
+/* Pixels per group for V vectors: 24 accumulators (16 for one vector). */
+static inline int lanes_px(int V) {
+    return V == 4 ? 6 : V == 3 ? 8 : V == 2 ? 12 : 16;
+}
+
+static __attribute__((noinline)) void lanes_group_v4(const lanes_group *gr) {
+    lanes_group_run(gr, 6, 4);
+}
+static __attribute__((noinline)) void lanes_group_v3(const lanes_group *gr) {
+    lanes_group_run(gr, 8, 3);
+}
+static __attribute__((noinline)) void lanes_group_v2(const lanes_group *gr) {
+    lanes_group_run(gr, 12, 2);
+}
+static __attribute__((noinline)) void lanes_group_v1(const lanes_group *gr) {
+    lanes_group_run(gr, 16, 1);
+}
+
+/* The staged sums of tile pixels [q0, q1) (one output row's part, q1 - q0 <= 16 pixels) back to
+ * the channel planes: nc channels of the pass from m0, bias, residual and activation. */
+static void lanes_store(const kann_conv2d_packed_args *a, const lanes_plan *pl, const float *y_bias,
+                        const float *res, float *y, size_t m0, size_t nc, size_t q0, size_t q1) {
+    size_t hw = (size_t)a->h_out * a->w_out, n = q1 - q0;
+    __mmask16 m = (__mmask16)((1u << n) - 1u);
+    const kann_act *act = &a->act;
+    int vec_act = kann_act_vectorizes(act);
+    __m512 lo = _mm512_set1_ps(kann_act_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
+    for (size_t v = 0; v * 16 < nc; v++) {
+        __m512 r[16];
+        for (size_t j = 0; j < 16; j++)
+            r[j] = j < n ? _mm512_load_ps(pl->stage + (q0 + j - pl->p_begin) * pl->ld +
+                                          (m0 - pl->m_begin) + 16 * v)
+                         : _mm512_setzero_ps();
+        kann_transpose16_ps(r);
+        size_t nl = nc - v * 16 < 16 ? nc - v * 16 : 16;
+        for (size_t l = 0; l < nl; l++) {
+            size_t ch = m0 + v * 16 + l;
+            __m512 t = r[l];
+            if (y_bias) t = _mm512_add_ps(t, _mm512_set1_ps(y_bias[ch]));
+            if (res) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(m, res + ch * hw + q0));
+            if (vec_act) t = vf_act(t, act, lo, hi);
+            float *d = y + ch * hw + q0;
+            _mm512_mask_storeu_ps(d, m, t);
+            if (!vec_act)
+                for (size_t j = 0; j < n; j++)
+                    d[j] = kann_act_apply(act, d[j]);
+        }
+    }
+}
+
+/* The block [k0, k0 + kb) of pass [m0, m0 + nc)'s weights as wt[k][64] (lanes past nc zero)
+ * from the panels [m / 12][k][m % 12]: per panel and step, its channels in the pass as one
+ * masked copy. */
+static void lanes_pack(const float *w, size_t K, size_t m0, size_t nc, size_t k0, size_t kb,
+                       float *wt) {
+    size_t V = (nc + 15) / 16;
+    for (size_t k = 0; k < kb; k++)
+        memset(wt + k * LANES_PASS, 0, sizeof(float) * 16 * V);
+    for (size_t i = m0 / KANN_CONV_PANEL; i * KANN_CONV_PANEL < m0 + nc; i++) {
+        size_t lo = i * KANN_CONV_PANEL < m0 ? m0 - i * KANN_CONV_PANEL : 0;
+        size_t hi =
+            (i + 1) * KANN_CONV_PANEL > m0 + nc ? m0 + nc - i * KANN_CONV_PANEL : KANN_CONV_PANEL;
+        __mmask16 m = (__mmask16)((1u << (hi - lo)) - 1u);
+        const float *p = w + (i * K + k0) * KANN_CONV_PANEL + lo;
+        float *d = wt + i * KANN_CONV_PANEL + lo - m0;
+        for (size_t k = 0; k < kb; k++)
+            _mm512_mask_storeu_ps(d + k * LANES_PASS, m,
+                                  _mm512_maskz_loadu_ps(m, p + k * KANN_CONV_PANEL));
+    }
+}
+
+/* The band of output rows [oh0, oh0 + rows): input channels [c0, c0 + cb) of its windows'
+ * rows, zero-padded, into pl->band (channel planes pl->plane floats apart). */
+static void lanes_fill_band(const kann_conv2d_packed_args *a, const lanes_plan *pl, const float *x,
+                            size_t c0, size_t cb, size_t oh0, size_t rows) {
+    size_t in_rows = (rows - 1) * a->stride_h + (size_t)(a->k_h - 1) * a->dil_h + 1;
+    size_t x_plane = (size_t)a->h_in * a->w_in;
+    for (size_t c = 0; c < cb; c++) {
+        float *d = pl->band + c * pl->plane;
+        for (size_t i = 0; i < in_rows; i++, d += pl->w_p) {
+            int64_t ih = (int64_t)(oh0 * a->stride_h + i) - a->pad_top;
+            if (ih < 0 || ih >= (int64_t)a->h_in)
+                memset(d, 0, sizeof(float) * pl->w_p);
+            else
+                kann_row_pair_avx512(d, NULL, x + (c0 + c) * x_plane + (size_t)ih * a->w_in,
+                                     -(int64_t)a->pad_left, 1, a->w_in, pl->w_p);
+        }
+    }
+}
+
+/* The lanes path over tile a; 0 (nothing done) when it does not apply. */
+int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *ex) {
+    lanes_plan pl;
+    if (!lanes_plan_of(a, ex, &pl)) return 0;
+    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    float *y = kann_mref(ex, a->y);
+    size_t w_out = a->w_out, oh_first = pl.p_begin / w_out, oh_end = (pl.p_end - 1) / w_out + 1;
+    ptrdiff_t off[LANES_BLOCK_K > KANN_CONV_MAX_TAPS ? LANES_BLOCK_K : KANN_CONV_MAX_TAPS];
+    for (size_t c0 = 0; c0 < a->c_in; c0 += pl.cb) {
+        size_t cb = a->c_in - c0 < pl.cb ? a->c_in - c0 : pl.cb, kb = cb * pl.taps;
+        /* the block's weights, pass after pass */
+        for (size_t i = 0; i < pl.passes; i++) {
+            size_t m0 = pl.m_begin + i * LANES_PASS;
+            size_t nc = pl.m_end - m0 < LANES_PASS ? pl.m_end - m0 : LANES_PASS;
+            lanes_pack(w, pl.K, m0, nc, c0 * pl.taps, kb, pl.wt + i * kb * LANES_PASS);
+        }
+        for (size_t c = 0; c < cb; c++)
+            for (size_t kh = 0; kh < a->k_h; kh++)
+                for (size_t kw = 0; kw < a->k_w; kw++)
+                    off[(c * a->k_h + kh) * a->k_w + kw] =
+                        (ptrdiff_t)(c * pl.plane + kh * a->dil_h * pl.w_p + kw * a->dil_w);
+        lanes_group gr;
+        gr.band = pl.band;
+        gr.off = off;
+        gr.kb = kb;
+        gr.ld = pl.ld;
+        gr.first = c0 == 0;
+        int last_block = c0 + cb == a->c_in;
+        for (size_t oh0 = oh_first; oh0 < oh_end; oh0 += pl.band_out) {
+            size_t rows = oh_end - oh0 < pl.band_out ? oh_end - oh0 : pl.band_out;
+            lanes_fill_band(a, &pl, x, c0, cb, oh0, rows);
+            size_t q_lo = oh0 * w_out > pl.p_begin ? oh0 * w_out : pl.p_begin;
+            size_t q_hi = (oh0 + rows) * w_out < pl.p_end ? (oh0 + rows) * w_out : pl.p_end;
+            for (size_t i = 0; i < pl.passes; i++) {
+                size_t m0 = pl.m_begin + i * LANES_PASS;
+                size_t nc = pl.m_end - m0 < LANES_PASS ? pl.m_end - m0 : LANES_PASS;
+                int V = (int)((nc + 15) / 16), P = lanes_px(V);
+                void (*run)(const lanes_group *) = V == 4   ? lanes_group_v4
+                                                   : V == 3 ? lanes_group_v3
+                                                   : V == 2 ? lanes_group_v2
+                                                            : lanes_group_v1;
+                gr.wt = pl.wt + i * kb * LANES_PASS;
+                for (size_t q = q_lo; q < q_hi; q += (size_t)P) {
+                    gr.n = q_hi - q < (size_t)P ? q_hi - q : (size_t)P;
+                    for (size_t j = 0; j < (size_t)P; j++) {
+                        size_t p = q + (j < gr.n ? j : gr.n - 1);
+                        gr.base[j] = (ptrdiff_t)((p / w_out - oh0) * a->stride_h * pl.w_p +
+                                                 (p % w_out) * a->stride_w);
+                    }
+                    gr.stage = pl.stage + (q - pl.p_begin) * pl.ld + i * LANES_PASS;
+                    run(&gr);
+                }
+            }
+            if (!last_block) continue;
+            for (size_t q = q_lo; q < q_hi;) { /* per output row, 16 pixels at a time */
+                size_t row_end = (q / w_out + 1) * w_out;
+                size_t e = row_end < q_hi ? row_end : q_hi;
+                if (e - q > 16) e = q + 16;
+                for (size_t m0 = pl.m_begin; m0 < pl.m_end; m0 += LANES_PASS) {
+                    size_t nc = pl.m_end - m0 < LANES_PASS ? pl.m_end - m0 : LANES_PASS;
+                    lanes_store(a, &pl, bias, res, y, m0, nc, q, e);
+                }
+                q = e;
+            }
+        }
+    }
+    return 1;
+}
