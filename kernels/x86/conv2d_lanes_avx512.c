@@ -5,13 +5,15 @@
  * repacked for the pass) and broadcasts one input value per pixel of a group of up to 6, 24
  * accumulators either way but 10 loads instead of 14 and no split line.
  *
- * Loop nest: passes of up to 64 output channels; in each, blocks of input channels (about
- * LANES_BLOCK_K reduction steps: their weights stay in the L1 cache); in each block, bands of
- * output rows whose input rows, zero-padded, are copied to a band buffer (every tap a constant
- * offset from a pixel's base there, strides and dilations included); in each band, groups of
- * the tile's pixels, taken in order across rows. A group's sums go to a staging buffer in the
- * tile's scratch ([pixel][64]) between blocks; after the last block each band's pixels go back
- * to the channel planes through 16 x 16 transposes, bias, residual and activation fused. */
+ * Loop nest: blocks of input channels (about LANES_BLOCK_K reduction steps; a pass's weights of
+ * the block stay in the L1 cache), their weights repacked for every pass of up to 64 output
+ * channels; in each block, bands of output rows whose input rows, zero-padded, are copied once
+ * to a band buffer (every tap a constant offset from a pixel's base there, strides and
+ * dilations included); in each band, every pass, and in each pass groups of the tile's pixels
+ * taken in order across rows. A group's sums go to a staging buffer in the tile's scratch
+ * ([pixel][every pass's 64 channels]) between blocks; after the last block each band's pixels
+ * go back to the channel planes through 16 x 16 transposes, bias, residual and activation
+ * fused. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -86,6 +88,12 @@ static int lanes_plan_of(const kann_conv2d_packed_args *a, const kann_exec *ex, 
     pl->wt = s + n_px * pl->ld;
     pl->band = pl->wt + pl->cb * taps * pl->ld;
     return 1;
+}
+
+/* Pass i's first output channel; returns its channel count (at most LANES_PASS). */
+static inline size_t lanes_pass(const lanes_plan *pl, size_t i, size_t *m0) {
+    *m0 = pl->m_begin + i * LANES_PASS;
+    return pl->m_end - *m0 < LANES_PASS ? pl->m_end - *m0 : LANES_PASS;
 }
 
 /* acc[j][v] (pixel j, channels 16v..16v+15 of the pass) += over the block's steps k of
@@ -248,20 +256,20 @@ int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
     float *y = kann_mref(ex, a->y);
     size_t w_out = a->w_out, oh_first = pl.p_begin / w_out, oh_end = (pl.p_end - 1) / w_out + 1;
+    /* step k of a block: (channel c, kh, kw) at this offset in the band, the same in every block */
     ptrdiff_t off[LANES_BLOCK_K > KANN_CONV_MAX_TAPS ? LANES_BLOCK_K : KANN_CONV_MAX_TAPS];
+    for (size_t c = 0; c < pl.cb; c++)
+        for (size_t kh = 0; kh < a->k_h; kh++)
+            for (size_t kw = 0; kw < a->k_w; kw++)
+                off[(c * a->k_h + kh) * a->k_w + kw] =
+                    (ptrdiff_t)(c * pl.plane + kh * a->dil_h * pl.w_p + kw * a->dil_w);
     for (size_t c0 = 0; c0 < a->c_in; c0 += pl.cb) {
         size_t cb = a->c_in - c0 < pl.cb ? a->c_in - c0 : pl.cb, kb = cb * pl.taps;
         /* the block's weights, pass after pass */
         for (size_t i = 0; i < pl.passes; i++) {
-            size_t m0 = pl.m_begin + i * LANES_PASS;
-            size_t nc = pl.m_end - m0 < LANES_PASS ? pl.m_end - m0 : LANES_PASS;
+            size_t m0, nc = lanes_pass(&pl, i, &m0);
             lanes_pack(w, pl.K, m0, nc, c0 * pl.taps, kb, pl.wt + i * kb * LANES_PASS);
         }
-        for (size_t c = 0; c < cb; c++)
-            for (size_t kh = 0; kh < a->k_h; kh++)
-                for (size_t kw = 0; kw < a->k_w; kw++)
-                    off[(c * a->k_h + kh) * a->k_w + kw] =
-                        (ptrdiff_t)(c * pl.plane + kh * a->dil_h * pl.w_p + kw * a->dil_w);
         lanes_group gr;
         gr.band = pl.band;
         gr.off = off;
@@ -275,8 +283,7 @@ int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *
             size_t q_lo = oh0 * w_out > pl.p_begin ? oh0 * w_out : pl.p_begin;
             size_t q_hi = (oh0 + rows) * w_out < pl.p_end ? (oh0 + rows) * w_out : pl.p_end;
             for (size_t i = 0; i < pl.passes; i++) {
-                size_t m0 = pl.m_begin + i * LANES_PASS;
-                size_t nc = pl.m_end - m0 < LANES_PASS ? pl.m_end - m0 : LANES_PASS;
+                size_t m0, nc = lanes_pass(&pl, i, &m0);
                 int V = (int)((nc + 15) / 16), P = lanes_px(V);
                 void (*run)(const lanes_group *) = V == 4   ? lanes_group_v4
                                                    : V == 3 ? lanes_group_v3
@@ -299,8 +306,8 @@ int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *
                 size_t row_end = (q / w_out + 1) * w_out;
                 size_t e = row_end < q_hi ? row_end : q_hi;
                 if (e - q > 16) e = q + 16;
-                for (size_t m0 = pl.m_begin; m0 < pl.m_end; m0 += LANES_PASS) {
-                    size_t nc = pl.m_end - m0 < LANES_PASS ? pl.m_end - m0 : LANES_PASS;
+                for (size_t i = 0; i < pl.passes; i++) {
+                    size_t m0, nc = lanes_pass(&pl, i, &m0);
                     lanes_store(a, &pl, bias, res, y, m0, nc, q, e);
                 }
                 q = e;
