@@ -366,6 +366,9 @@ int kc_lower(kc_graph *g, kc_program *p, kc_diag *d) {
 
 void kc_program_free(kc_program *p) {
     free(p->calls);
+    free(p->phase_first);
+    free(p->phase_last);
+    p->phase_first = p->phase_last = NULL;
     p->calls = NULL;
     p->n_calls = p->cap_calls = 0;
 }

@@ -39,6 +39,11 @@ typedef struct kc_program {
     /* The streams the schedule will split the calls across (0 reads as 1): a kernel whose
      * records split only coarsely may leave a stream idle, so lowering weighs it. */
     int streams;
+    /* After kc_schedule_merge_phases on two streams or more (else NULL: one call per phase,
+     * or one stream): the first and last call of each call's phase. Calls of one phase run at
+     * the same time on different streams, so the memory plan keeps a value alive from the
+     * start of the first phase touching it to the end of the last. */
+    int *phase_first, *phase_last;
 } kc_program;
 
 /* One record of one stream: call index and its tile. tile_end == 0 && call < 0: barrier. */
@@ -67,9 +72,18 @@ int kc_lower(kc_graph *g, kc_program *p, kc_diag *d);
 
 /* 7. schedule (schedule.c): each call is cut into at most n_streams tiles, one per stream, along
  * the axis a cost model picks (balance, bytes read that another stream wrote, weights read by
- * every stream); a barrier ends every phase (one phase per call). */
+ * every stream); a barrier ends every phase (one phase per call; see 7a). */
 int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, kc_schedule *s,
                         kc_diag *d);
+
+/* 7a. merge phases (schedule.c), on two streams or more: a barrier between two phases goes
+ * where the calls since the previous barrier and the next phase's calls share no byte that one
+ * of them writes (independent layers next to each other, as the two branches of a fire
+ * module); each stream then runs its tiles of both before the next barrier. Records each
+ * call's phase as a range of calls (kc_program.phase_first / phase_last) for the memory plan,
+ * which keeps every value alive through the phases that touch it. Returns the number of
+ * barriers removed. */
+int kc_schedule_merge_phases(const kc_graph *g, kc_program *p, kc_schedule *s);
 
 /* 8. plan (plan.c): liveness over calls, views resolved to their root value, offsets in one
  * arena (64-byte aligned, reuse of dead buffers). Sets kc_value.offset for roots in the arena. */

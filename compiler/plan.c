@@ -66,8 +66,11 @@ int kc_plan_memory(kc_graph *g, const kc_program *p, kc_plan *plan, kc_diag *d) 
                 }
                 continue;
             }
-            if (ci < first[r]) first[r] = ci;
-            if (ci > last[r]) last[r] = ci;
+            /* alive through the whole phase: its calls run at once on the streams */
+            int lo = p->phase_first ? p->phase_first[ci] : ci;
+            int hi = p->phase_last ? p->phase_last[ci] : ci;
+            if (lo < first[r]) first[r] = lo;
+            if (hi > last[r]) last[r] = hi;
         }
     }
     /* Graph inputs are written before the run and stay intact through it, so a session can

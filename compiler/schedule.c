@@ -10,7 +10,12 @@
  * Splitting along pixels makes every stream read all the weights, and on small maps the pixel
  * granules balance badly, so neither axis wins everywhere: the choice starts from the best
  * balanced axis of each call and flips single calls, then runs of consecutive calls (a chain
- * only pays off once all of it changes), while the modelled total falls. */
+ * only pays off once all of it changes), while the modelled total falls.
+ *
+ * Afterwards (kc_schedule_merge_phases) the barrier between two calls goes where neither
+ * writes a byte the other touches: the two branches of a fire module run in one phase, each
+ * stream doing its tiles of both, so a stream that finishes one branch early starts on the
+ * other instead of waiting. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,4 +335,112 @@ void kc_schedule_free(kc_schedule *s) {
     free(s->counts);
     s->streams = NULL;
     s->counts = NULL;
+}
+
+/* ---- phases merged where no barrier is needed ---------------------------------------------- */
+
+/* Bytes [lo, hi) of one root value that a call reads or writes. */
+typedef struct span {
+    int root;
+    uint64_t lo, hi;
+    int write;
+} span;
+
+/* The bytes call c touches through its fixups: a value's own bytes (a view's inside its root),
+ * the whole root where the binding adds an offset of its own (a group's slice). Constants are
+ * never written and take no part. Returns the count. */
+static int call_spans(const kc_graph *g, const kc_call *c, span *out) {
+    int n = 0;
+    for (int k = 0; k < c->n_fixups; k++) {
+        const kc_fixup *f = &c->fixups[k];
+        if (f->value < 0 || kc_is_const(g, f->value)) continue;
+        int64_t off;
+        int root = kc_value_root(g, f->value, &off);
+        int whole = f->byte_offset != 0;
+        out[n].root = root;
+        out[n].lo = whole ? 0 : (uint64_t)off;
+        out[n].hi = out[n].lo + (uint64_t)value_bytes(g, whole ? root : f->value);
+        out[n].write = f->write;
+        n++;
+    }
+    return n;
+}
+
+/* Whether two sets of spans share a byte that one of them writes. */
+static int spans_conflict(const span *a, int na, const span *b, int nb) {
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++)
+            if ((a[i].write || b[j].write) && a[i].root == b[j].root && a[i].lo < b[j].hi &&
+                b[j].lo < a[i].hi)
+                return 1;
+    return 0;
+}
+
+int kc_schedule_merge_phases(const kc_graph *g, kc_program *p, kc_schedule *s) {
+    int n_ph = s->n_phases, n = p->n_calls;
+    free(p->phase_first);
+    free(p->phase_last);
+    p->phase_first = p->phase_last = NULL;
+    /* one stream runs its calls in order: no barriers, and each value's calls suffice */
+    if (n < 1 || n_ph < 2 || s->n_streams < 2) return 0;
+    int *phase_of = malloc(sizeof(int) * (size_t)n);
+    uint8_t *keep = malloc((size_t)n_ph);
+    span *cur = malloc(sizeof(span) * ((size_t)n * KC_MAX_FIXUPS + 1));
+    span *next = malloc(sizeof(span) * ((size_t)n * KC_MAX_FIXUPS + 1));
+    p->phase_first = malloc(sizeof(int) * (size_t)n);
+    p->phase_last = malloc(sizeof(int) * (size_t)n);
+    if (!phase_of || !keep || !cur || !next || !p->phase_first || !p->phase_last) abort();
+    /* the phase of each call, from the streams' records (a call's tiles share one phase) */
+    for (int ci = 0; ci < n; ci++)
+        phase_of[ci] = 0;
+    for (int st = 0; st < s->n_streams; st++)
+        for (int r = 0, ph = 0; r < s->counts[st]; r++) {
+            if (s->streams[st][r].call < 0)
+                ph++;
+            else
+                phase_of[s->streams[st][r].call] = ph;
+        }
+    /* Walk the phases: the calls since the last kept barrier (cur) against the next phase's
+     * (next); a barrier stays where they conflict. */
+    int n_cur = 0, merged = 0;
+    for (int ph = 0; ph < n_ph; ph++) {
+        int n_next = 0;
+        for (int ci = 0; ci < n; ci++)
+            if (phase_of[ci] == ph) n_next += call_spans(g, &p->calls[ci], next + n_next);
+        if (ph > 0) { /* keep[ph - 1]: the barrier that ends phase ph - 1 */
+            keep[ph - 1] = spans_conflict(cur, n_cur, next, n_next);
+            if (keep[ph - 1])
+                n_cur = 0;
+            else
+                merged++;
+        }
+        memcpy(cur + n_cur, next, sizeof(span) * (size_t)n_next);
+        n_cur += n_next;
+    }
+    keep[n_ph - 1] = 1; /* every stream ends with a barrier */
+    /* the merged phases' call ranges (calls stay in order: a phase is a run of calls) */
+    for (int ci = 0; ci < n;) {
+        int end = ci + 1;
+        while (end < n && !keep[phase_of[end - 1]]) end++;
+        for (int k = ci; k < end; k++) {
+            p->phase_first[k] = ci;
+            p->phase_last[k] = end - 1;
+        }
+        ci = end;
+    }
+    for (int st = 0; st < s->n_streams; st++) {
+        int w = 0;
+        for (int r = 0, ph = 0; r < s->counts[st]; r++) {
+            kc_tile_record t = s->streams[st][r];
+            if (t.call < 0 && !keep[ph++]) continue;
+            s->streams[st][w++] = t;
+        }
+        s->counts[st] = w;
+    }
+    s->n_phases -= merged;
+    free(phase_of);
+    free(keep);
+    free(cur);
+    free(next);
+    return merged;
 }

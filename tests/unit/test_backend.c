@@ -105,6 +105,52 @@ static int middle(kc_graph *g, kc_diag *d, kc_stats *st) {
            kc_pass_fold_bn(g, d, st) + kc_pass_fuse(g, d, st);
 }
 
+/* Emits the compiled program, loads it on P streams and runs it on x (input 0) twice: the
+ * same bits both times, the input intact. Output 0 goes to y; its description to *out (data
+ * no longer valid). */
+static void emit_load_run(kc_graph *g, kc_program *prog, kc_schedule *sched, kc_plan *plan,
+                          int P, const float *x, size_t x_bytes, float *y, size_t y_bytes,
+                          kann_tensor *out) {
+    kc_diag d;
+    kc_diag_init(&d, "net", stderr);
+    char path[] = "/tmp/kann_backend_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(kc_emit_model(g, prog, sched, plan, path, NULL, &d), 0);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    void *bytes = aligned_alloc(64, ((size_t)size + 63) & ~(size_t)63);
+    assert_int_equal(fread(bytes, 1, (size_t)size, fp), (size_t)size);
+    fclose(fp);
+    unlink(path);
+    kann_model m;
+    kann_error err;
+    assert_int_equal(kann_model_open(&m, bytes, (size_t)size, &err), KANN_OK);
+    assert_int_equal(kann_model_n_streams(&m), P);
+    size_t need = kann_model_arena_size(&m);
+    void *arena = aligned_alloc(64, (need + 63) & ~(size_t)63);
+    kann_session s;
+    assert_int_equal(kann_session_init(&s, &m, arena, need, &err), KANN_OK);
+    kann_tensor in;
+    assert_int_equal(kann_session_input(&s, 0, &in), KANN_OK);
+    assert_int_equal(in.size, x_bytes);
+    memcpy(in.data, x, x_bytes);
+    assert_int_equal(kann_session_run(&s, &err), KANN_OK);
+    assert_int_equal(kann_session_output(&s, 0, out), KANN_OK);
+    assert_int_equal(out->size, y_bytes);
+    memcpy(y, out->data, y_bytes);
+    /* Inputs survive a run: running again gives the same bits. */
+    assert_int_equal(kann_session_run(&s, &err), KANN_OK);
+    assert_memory_equal(y, out->data, y_bytes);
+    assert_memory_equal(in.data, x, x_bytes);
+    free(arena);
+    free(bytes);
+}
+
 static void test_compile_load_run_any_stream_count(void **state) {
     (void)state;
     float x[3 * 6 * 6], want[5], first[5];
@@ -127,54 +173,20 @@ static void test_compile_load_run_any_stream_count(void **state) {
         /* pad2d + the 3x3 conv read in place, conv+add+relu, pool, gemm */
         assert_int_equal(prog.n_calls, 5);
         assert_int_equal(kc_schedule_program(n.g, &prog, P, &sched, &d), 0);
+        /* a chain: every call reads what the one before wrote, so every barrier stays */
+        assert_int_equal(kc_schedule_merge_phases(n.g, &prog, &sched), 0);
         assert_int_equal(kc_plan_memory(n.g, &prog, &plan, &d), 0);
-        char path[] = "/tmp/kann_backend_XXXXXX";
-        int fd = mkstemp(path);
-        assert_true(fd >= 0);
-        close(fd);
-        assert_int_equal(kc_emit_model(n.g, &prog, &sched, &plan, path, NULL, &d), 0);
-
-        FILE *fp = fopen(path, "rb");
-        assert_non_null(fp);
-        fseek(fp, 0, SEEK_END);
-        long size = ftell(fp);
-        fseek(fp, 0, SEEK_SET);
-        void *bytes = aligned_alloc(64, ((size_t)size + 63) & ~(size_t)63);
-        assert_int_equal(fread(bytes, 1, (size_t)size, fp), (size_t)size);
-        fclose(fp);
-        unlink(path);
-        kann_model m;
-        kann_error err;
-        assert_int_equal(kann_model_open(&m, bytes, (size_t)size, &err), KANN_OK);
-        assert_int_equal(kann_model_n_streams(&m), P);
-        size_t need = kann_model_arena_size(&m);
-        void *arena = aligned_alloc(64, (need + 63) & ~(size_t)63);
-        kann_session s;
-        assert_int_equal(kann_session_init(&s, &m, arena, need, &err), KANN_OK);
-        kann_tensor in, out;
-        assert_int_equal(kann_session_input(&s, 0, &in), KANN_OK);
-        assert_string_equal(in.name, "x");
-        assert_int_equal(in.size, sizeof x);
-        memcpy(in.data, x, sizeof x);
-        assert_int_equal(kann_session_run(&s, &err), KANN_OK);
-        assert_int_equal(kann_session_output(&s, 0, &out), KANN_OK);
-        /* Inputs survive a run: running again gives the same bits. */
-        float again[5];
-        memcpy(again, out.data, sizeof again);
-        assert_int_equal(kann_session_run(&s, &err), KANN_OK);
-        assert_memory_equal(again, out.data, sizeof again);
-        assert_memory_equal(in.data, x, sizeof x);
+        float y[5];
+        kann_tensor out;
+        emit_load_run(n.g, &prog, &sched, &plan, P, x, sizeof x, y, sizeof y, &out);
         assert_int_equal(out.rank, 2);
         assert_int_equal(out.dims[1], 5);
-        const float *y = out.data;
         for (int i = 0; i < 5; i++) {
             assert_true(fabsf(y[i] - want[i]) <= 1e-4f * (1 + fabsf(want[i])));
             if (P == 1) first[i] = y[i];
             /* Tiles only split work: every stream count computes the same bits. */
             else assert_true(memcmp(&y[i], &first[i], sizeof(float)) == 0);
         }
-        free(arena);
-        free(bytes);
         kc_schedule_free(&sched);
         kc_program_free(&prog);
         kc_graph_free(n.g);
@@ -321,6 +333,112 @@ static void test_schedule_cost_model(void **state) {
     kc_graph_free(g);
 }
 
+/* A fire module: squeeze 1x1 (16 channels, 12x12); a 1x1 and a 3x3 branch into one Concat;
+ * a 1x1 after it. */
+static kc_graph *fire_graph(void) {
+    enum { C = 16, H = 12 };
+    static float w_sq[C * C], w_e1[16 * C], w_e3[16 * C * 9], w_out[8 * 32];
+    kc_graph *g = kc_graph_new();
+    g->opsets = kc_alloc(g, sizeof(kc_opset));
+    g->opsets[0] = (kc_opset){"", 13};
+    g->n_opsets = 1;
+    int in = pg_input(g, pg_value(g, "x", 4, 1, C, H, H));
+    int sq = kc_add_value(g, "sq"), e1 = kc_add_value(g, "e1"), e3 = kc_add_value(g, "e3");
+    int cat = kc_add_value(g, "cat"), out = kc_add_value(g, "y");
+    add_conv(g, in, sq, C, C, 1, 1, w_sq);
+    add_conv(g, sq, e1, 16, C, 1, 1, w_e1);
+    add_conv(g, sq, e3, 16, C, 3, 1, w_e3);
+    int concat = pg_node(g, KC_OP_Concat, 13, 2, (int[]){e1, e3}, 1, (int[]){cat});
+    kc_node_add_attr(g, concat, "axis", KC_ATTR_INT)->i = 1;
+    add_conv(g, cat, out, 8, 32, 1, 1, w_out);
+    pg_output(g, out);
+    return g;
+}
+
+/* The arena bytes [*lo, *hi) fixup f of a call touches, after the memory plan. */
+static void fixup_bytes(const kc_graph *g, const kc_fixup *f, uint64_t *lo, uint64_t *hi) {
+    int64_t off;
+    int root = kc_value_root(g, f->value, &off);
+    *lo = (uint64_t)(g->values[root].offset + off + f->byte_offset);
+    *hi = *lo + (uint64_t)kc_value_numel(&g->values[f->value]) * 4;
+}
+
+/* Within every phase of a planned program, no call writes an arena byte another touches. */
+static void expect_phases_independent(const kc_graph *g, const kc_program *prog) {
+    for (int a = 0; a < prog->n_calls; a++)
+        for (int b = a + 1; b <= prog->phase_last[a]; b++) {
+            assert_int_equal(prog->phase_first[b], prog->phase_first[a]);
+            const kc_call *ca = &prog->calls[a], *cb = &prog->calls[b];
+            for (int i = 0; i < ca->n_fixups; i++)
+                for (int j = 0; j < cb->n_fixups; j++) {
+                    const kc_fixup *fa = &ca->fixups[i], *fb = &cb->fixups[j];
+                    if (!(fa->write || fb->write) || kc_is_const(g, fa->value) ||
+                        kc_is_const(g, fb->value))
+                        continue;
+                    uint64_t alo, ahi, blo, bhi;
+                    fixup_bytes(g, fa, &alo, &ahi);
+                    fixup_bytes(g, fb, &blo, &bhi);
+                    assert_false(alo < bhi && blo < ahi);
+                }
+        }
+}
+
+/* The fire module's branches read the same input and write their own slices of the Concat, so
+ * on 2 and 3 streams they share a phase, and the 1x1 after the Concat waits for both. Every
+ * merged phase is independent in the planned arena (the plan keeps values alive through their
+ * phases); the merged program computes the same bits as the same tiles with every barrier
+ * (a race would not), and what one stream computes up to rounding (tiles along pixels or
+ * channels may sum in another order). */
+static void test_schedule_merges_independent_phases(void **state) {
+    (void)state;
+    float x[16 * 12 * 12], y1[8 * 12 * 12], y[2][8 * 12 * 12];
+    unsigned seed = 5;
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = frand(&seed);
+    for (int P = 1; P <= 3; P++) {
+        for (int merge = 0; merge <= 1; merge++) {
+            kc_graph *g = fire_graph();
+            kc_diag d;
+            kc_diag_init(&d, "net", stderr);
+            kc_stats st = {0};
+            kc_program prog = {0};
+            prog.streams = P;
+            kc_schedule sched = {0};
+            kc_plan plan = {0};
+            assert_int_equal(middle(g, &d, &st), 0);
+            assert_int_equal(st.views, 2); /* the branches write their slices of the Concat */
+            assert_int_equal(kc_lower(g, &prog, &d), 0);
+            assert_int_equal(kc_schedule_program(g, &prog, P, &sched, &d), 0);
+            if (merge) {
+                int phases = sched.n_phases, merged = kc_schedule_merge_phases(g, &prog, &sched);
+                assert_int_equal(sched.n_phases, phases - merged);
+                if (P > 1)
+                    assert_true(merged >= 1 && sched.n_phases >= 3);
+                else /* one stream: one phase, each value alive over its own calls */
+                    assert_true(merged == 0 && !prog.phase_first && !prog.phase_last);
+            }
+            assert_int_equal(kc_plan_memory(g, &prog, &plan, &d), 0);
+            if (merge && P > 1) expect_phases_independent(g, &prog);
+            for (int st_i = 0; st_i < P; st_i++) {
+                int barriers = 0;
+                for (int r = 0; r < sched.counts[st_i]; r++)
+                    barriers += sched.streams[st_i][r].call < 0;
+                assert_int_equal(barriers, sched.n_phases);
+            }
+            kann_tensor meta;
+            float *out = P == 1 ? y1 : y[merge];
+            emit_load_run(g, &prog, &sched, &plan, P, x, sizeof x, out, sizeof y1, &meta);
+            kc_schedule_free(&sched);
+            kc_program_free(&prog);
+            kc_graph_free(g);
+        }
+        if (P > 1) {
+            assert_memory_equal(y[0], y[1], sizeof y1);
+            for (size_t i = 0; i < sizeof y1 / sizeof y1[0]; i++)
+                assert_true(fabsf(y[1][i] - y1[i]) <= 1e-5f * (1 + fabsf(y1[i])));
+        }
+    }
+}
+
 static void test_plan_never_overlaps_live_buffers(void **state) {
     (void)state;
     kc_graph *g = kc_graph_new();
@@ -411,6 +529,7 @@ int main(void) {
         cmocka_unit_test(test_compile_load_run_any_stream_count),
         cmocka_unit_test(test_schedule_tiles_partition_each_call),
         cmocka_unit_test(test_schedule_cost_model),
+        cmocka_unit_test(test_schedule_merges_independent_phases),
         cmocka_unit_test(test_plan_never_overlaps_live_buffers),
         cmocka_unit_test(test_lower_reports_every_problem),
     };
