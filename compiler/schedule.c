@@ -376,6 +376,14 @@ static int spans_conflict(const span *a, int na, const span *b, int nb) {
     return 0;
 }
 
+/* Calls [first, end) make one phase. */
+static void set_phase(kc_program *p, int first, int end) {
+    for (int k = first; k < end; k++) {
+        p->phase_first[k] = first;
+        p->phase_last[k] = end - 1;
+    }
+}
+
 int kc_schedule_merge_phases(const kc_graph *g, kc_program *p, kc_schedule *s) {
     int n_ph = s->n_phases, n = p->n_calls;
     free(p->phase_first);
@@ -400,34 +408,30 @@ int kc_schedule_merge_phases(const kc_graph *g, kc_program *p, kc_schedule *s) {
             else
                 phase_of[s->streams[st][r].call] = ph;
         }
-    /* Walk the phases: the calls since the last kept barrier (cur) against the next phase's
-     * (next); a barrier stays where they conflict. */
-    int n_cur = 0, merged = 0;
-    for (int ph = 0; ph < n_ph; ph++) {
-        int n_next = 0;
-        for (int ci = 0; ci < n; ci++)
-            if (phase_of[ci] == ph) n_next += call_spans(g, &p->calls[ci], next + n_next);
-        if (ph > 0) { /* keep[ph - 1]: the barrier that ends phase ph - 1 */
-            keep[ph - 1] = spans_conflict(cur, n_cur, next, n_next);
-            if (keep[ph - 1])
-                n_cur = 0;
-            else
-                merged++;
+    memset(keep, 1, (size_t)n_ph);
+    /* Calls keep their order, so a phase is a run of them. Walk the runs: each run's spans
+     * (next) against those of the calls since the last kept barrier (cur, from call start);
+     * the barrier before the run stays where they conflict, ending the merged phase
+     * [start, ci). */
+    int n_cur = 0, merged = 0, start = 0;
+    for (int ci = 0; ci < n;) {
+        int end = ci + 1, n_next = 0;
+        while (end < n && phase_of[end] == phase_of[ci]) end++;
+        for (int k = ci; k < end; k++)
+            n_next += call_spans(g, &p->calls[k], next + n_next);
+        if (ci > 0 && !spans_conflict(cur, n_cur, next, n_next)) {
+            keep[phase_of[ci - 1]] = 0;
+            merged++;
+        } else if (ci > 0) {
+            set_phase(p, start, ci);
+            start = ci;
+            n_cur = 0;
         }
         memcpy(cur + n_cur, next, sizeof(span) * (size_t)n_next);
         n_cur += n_next;
-    }
-    keep[n_ph - 1] = 1; /* every stream ends with a barrier */
-    /* the merged phases' call ranges (calls stay in order: a phase is a run of calls) */
-    for (int ci = 0; ci < n;) {
-        int end = ci + 1;
-        while (end < n && !keep[phase_of[end - 1]]) end++;
-        for (int k = ci; k < end; k++) {
-            p->phase_first[k] = ci;
-            p->phase_last[k] = end - 1;
-        }
         ci = end;
     }
+    set_phase(p, start, n);
     for (int st = 0; st < s->n_streams; st++) {
         int w = 0;
         for (int r = 0, ph = 0; r < s->counts[st]; r++) {
