@@ -13,7 +13,9 @@
 #include "simd_act.h"
 
 #define CHUNK 16
+#define VECS 2
 #define ROWS 6
+#define NARROW_ROWS 12
 #define ACC_ALIGN 32
 #define KANN_MATMUL_ENTRY kann_f32_matmul_avx2
 #include "matmul_driver.h"
@@ -51,35 +53,36 @@ static void finish_row(const kann_matmul_args *a, float *acc, size_t len, size_t
     finish_row_scalar(a, acc, len, j0, bias_row, residual, y_row);
 }
 
-/* Rows [i, i + rows) of one batch, columns [j0, j0 + len): rows <= ROWS, len <= CHUNK. The
- * row count is a compile-time constant in each inlined copy so the accumulators stay in
- * registers. */
 static inline __attribute__((always_inline)) void block(const kann_matmul_args *a,
                                                         const float *a_blk, const float *b_col,
-                                                        size_t rows, size_t len,
-                                                        float (*acc)[CHUNK]) {
+                                                        size_t rows, int vecs, size_t len,
+                                                        float *acc) {
     size_t k = a->k, a_rs = a->a_row_stride, a_cs = a->a_col_stride, b_rs = a->b_row_stride;
-    __m256i m0 = lanes(len), m1 = lanes(len > 8 ? len - 8 : 0);
-    __m256 c[ROWS][2];
-#pragma GCC unroll 6
-    for (size_t r = 0; r < rows; r++) {
-        c[r][0] = _mm256_setzero_ps();
-        c[r][1] = _mm256_setzero_ps();
-    }
-    const float *br = b_col;
-    for (size_t kk = 0; kk < k; kk++, br += b_rs) {
-        __m256 b0 = _mm256_maskload_ps(br, m0), b1 = _mm256_maskload_ps(br + 8, m1);
+    __m256i m[VECS] = {lanes(len), lanes(len > 8 ? len - 8 : 0)};
+    __m256 c[NARROW_ROWS][VECS];
+#pragma GCC unroll 12
+    for (size_t r = 0; r < rows; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < vecs; v++)
+            c[r][v] = _mm256_setzero_ps();
+    const float *b = b_col;
+    for (size_t kk = 0; kk < k; kk++, b += b_rs) {
+        __m256 bv[VECS];
+#pragma GCC unroll 2
+        for (int v = 0; v < vecs; v++)
+            bv[v] = _mm256_maskload_ps(b + 8 * v, m[v]);
         const float *ak = a_blk + kk * a_cs;
-#pragma GCC unroll 6
+#pragma GCC unroll 12
         for (size_t r = 0; r < rows; r++) {
             __m256 av = _mm256_broadcast_ss(ak + r * a_rs);
-            c[r][0] = _mm256_fmadd_ps(av, b0, c[r][0]);
-            c[r][1] = _mm256_fmadd_ps(av, b1, c[r][1]);
+#pragma GCC unroll 2
+            for (int v = 0; v < vecs; v++)
+                c[r][v] = _mm256_fmadd_ps(av, bv[v], c[r][v]);
         }
     }
-#pragma GCC unroll 6
-    for (size_t r = 0; r < rows; r++) {
-        _mm256_store_ps(acc[r], c[r][0]);
-        _mm256_store_ps(acc[r] + 8, c[r][1]);
-    }
+#pragma GCC unroll 12
+    for (size_t r = 0; r < rows; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < vecs; v++)
+            _mm256_store_ps(acc + r * CHUNK + 8 * v, c[r][v]);
 }

@@ -13,13 +13,15 @@
 #include "simd_act.h"
 
 #define CHUNK 64
+#define VECS 4
 #define ROWS 6
+#define NARROW_ROWS 12
 #define ACC_ALIGN 64
 #define KANN_MATMUL_ENTRY kann_f32_matmul_avx512
 #include "matmul_driver.h"
-/* Consecutive rows of a B panel lie b_row_stride apart (1-4 KiB in transformer layers), a
- * pattern the hardware prefetchers follow poorly: each step asks for the panel row this many
- * steps ahead (a prefetch past the end of B is a hint and never faults). */
+/* Consecutive rows of B lie b_row_stride apart (1-4 KiB in transformer layers), a pattern the
+ * hardware prefetchers follow poorly: each step asks for the row this many steps ahead (a prefetch
+ * past the end of B is a hint and never faults). */
 #define PREFETCH_ROWS 8
 
 static inline __mmask16 lanes(size_t n) {
@@ -54,43 +56,42 @@ static void finish_row(const kann_matmul_args *a, float *acc, size_t len, size_t
     finish_row_scalar(a, acc, len, j0, bias_row, residual, y_row);
 }
 
-/* Rows [i, i + rows) of one batch, columns [j0, j0 + len): rows <= ROWS, len <= CHUNK. The
- * row count is a compile-time constant in each inlined copy so the accumulators stay in
- * registers. */
 static inline __attribute__((always_inline)) void block(const kann_matmul_args *a,
                                                         const float *a_blk, const float *b_col,
-                                                        size_t rows, size_t len,
-                                                        float (*acc)[CHUNK]) {
+                                                        size_t rows, int vecs, size_t len,
+                                                        float *acc) {
     size_t k = a->k, a_rs = a->a_row_stride, a_cs = a->a_col_stride, b_rs = a->b_row_stride;
-    __mmask16 m[4];
-    for (int v = 0; v < 4; v++)
+    __mmask16 m[VECS];
+    for (int v = 0; v < VECS; v++)
         m[v] = len > (size_t)v * 16 ? lanes(len - (size_t)v * 16) : 0;
-    __m512 c[ROWS][4];
-#pragma GCC unroll 6
+    __m512 c[NARROW_ROWS][VECS];
+#pragma GCC unroll 12
     for (size_t r = 0; r < rows; r++)
-        for (int v = 0; v < 4; v++)
+#pragma GCC unroll 4
+        for (int v = 0; v < vecs; v++)
             c[r][v] = _mm512_setzero_ps();
-    const float *br = b_col;
-    for (size_t kk = 0; kk < k; kk++, br += b_rs) {
-        __m512 b0 = _mm512_maskz_loadu_ps(m[0], br), b1 = _mm512_maskz_loadu_ps(m[1], br + 16);
-        __m512 b2 = _mm512_maskz_loadu_ps(m[2], br + 32), b3 = _mm512_maskz_loadu_ps(m[3], br + 48);
+    const float *b = b_col;
+    for (size_t kk = 0; kk < k; kk++, b += b_rs) {
+        __m512 bv[VECS];
+#pragma GCC unroll 4
+        for (int v = 0; v < vecs; v++)
+            bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);
+        const char *ahead = (const char *)(b + PREFETCH_ROWS * b_rs);
+#pragma GCC unroll 4
+        for (int v = 0; v < vecs; v++)
+            _mm_prefetch(ahead + 64 * v, _MM_HINT_T0);
         const float *ak = a_blk + kk * a_cs;
-        const char *ahead = (const char *)(br + PREFETCH_ROWS * b_rs);
-        _mm_prefetch(ahead, _MM_HINT_T0);
-        _mm_prefetch(ahead + 64, _MM_HINT_T0);
-        _mm_prefetch(ahead + 128, _MM_HINT_T0);
-        _mm_prefetch(ahead + 192, _MM_HINT_T0);
-#pragma GCC unroll 6
+#pragma GCC unroll 12
         for (size_t r = 0; r < rows; r++) {
             __m512 av = _mm512_set1_ps(ak[r * a_rs]);
-            c[r][0] = _mm512_fmadd_ps(av, b0, c[r][0]);
-            c[r][1] = _mm512_fmadd_ps(av, b1, c[r][1]);
-            c[r][2] = _mm512_fmadd_ps(av, b2, c[r][2]);
-            c[r][3] = _mm512_fmadd_ps(av, b3, c[r][3]);
+#pragma GCC unroll 4
+            for (int v = 0; v < vecs; v++)
+                c[r][v] = _mm512_fmadd_ps(av, bv[v], c[r][v]);
         }
     }
-#pragma GCC unroll 6
+#pragma GCC unroll 12
     for (size_t r = 0; r < rows; r++)
-        for (int v = 0; v < 4; v++)
-            _mm512_store_ps(acc[r] + 16 * v, c[r][v]);
+#pragma GCC unroll 4
+        for (int v = 0; v < vecs; v++)
+            _mm512_store_ps(acc + r * CHUNK + 16 * v, c[r][v]);
 }

@@ -1,18 +1,21 @@
 /* The parts of the SIMD matmul variants (matmul_avx2.c, matmul_avx512.c) that do not depend on
  * the vector width: the scalar epilogue for strided bias rows and non-vector activations, and
- * the tile walk. A variant defines CHUNK (columns per block), ROWS (rows per block), ACC_ALIGN,
- * and KANN_MATMUL_ENTRY (its entry point's name), includes this file, then defines the two
- * functions declared below: its register-blocked microkernel and its vector epilogue. */
+ * the tile walk. A variant defines CHUNK (columns per block, VECS vectors), ROWS (rows per
+ * block of CHUNK columns), NARROW_ROWS (rows per block of at most CHUNK / 2 columns),
+ * ACC_ALIGN and KANN_MATMUL_ENTRY (its entry point's name), includes this file, then defines
+ * the two functions declared below: its register-blocked microkernel and its vector
+ * epilogue. */
 #ifndef KANN_MATMUL_ENTRY
-#error "define KANN_MATMUL_ENTRY, CHUNK, ROWS and ACC_ALIGN first"
+#error "define KANN_MATMUL_ENTRY, CHUNK, VECS, ROWS, NARROW_ROWS and ACC_ALIGN first"
 #endif
 
-/* Rows [i, i + rows) of one batch at a_blk, columns [j0, j0 + len) at b_col: rows <= ROWS,
- * len <= CHUNK; the sums go to acc. */
+/* The sums of rows x len outputs in vecs vectors per row (rows <= NARROW_ROWS,
+ * vecs * rows <= VECS * ROWS, len <= the vectors' lanes): the whole reduction over the rows
+ * at a_blk and the columns at b_col, stored to acc (row stride CHUNK). */
 static inline __attribute__((always_inline)) void block(const kann_matmul_args *a,
                                                         const float *a_blk, const float *b_col,
-                                                        size_t rows, size_t len,
-                                                        float (*acc)[CHUNK]);
+                                                        size_t rows, int vecs, size_t len,
+                                                        float *acc);
 
 /* alpha, bias, residual and the activation on row i's len accumulated columns from j0, then
  * the store to y_row (bias and residual are the whole tensors' and the row's). */
@@ -21,9 +24,8 @@ static void finish_row(const kann_matmul_args *a, float *acc, size_t len, size_t
 
 /* alpha, a bias row read with any column stride, residual and the activation on len
  * accumulated columns, then the store: the epilogue's general case, in scalars. */
-static inline void finish_row_scalar(const kann_matmul_args *a, float *acc, size_t len,
-                                     size_t j0, const float *bias_row, const float *residual,
-                                     float *y_row) {
+static inline void finish_row_scalar(const kann_matmul_args *a, float *acc, size_t len, size_t j0,
+                                     const float *bias_row, const float *residual, float *y_row) {
     if (bias_row && a->bias_col_stride != 1) {
         for (size_t j = 0; j < len; j++)
             acc[j] = acc[j] * a->alpha + a->beta * bias_row[(j0 + j) * a->bias_col_stride];
@@ -36,9 +38,49 @@ static inline void finish_row_scalar(const kann_matmul_args *a, float *acc, size
         y_row[j] = acc[j];
 }
 
-/* The record's tile (rows on axis 0, columns on axis 1) in blocks of ROWS x CHUNK; column
- * chunks outside, so one K x CHUNK panel of B stays cached while every row block passes over
- * it. B with strided columns, or an empty reduction, runs the reference. */
+/* One block: the row and vector counts compile-time constants in each inlined copy so the
+ * accumulators stay in registers. */
+#define KANN_MATMUL_CASE(R, V)                                                                     \
+    case R:                                                                                        \
+        block(a, a_blk, b_col, R, V, len, acc);                                                    \
+        break;
+
+_Static_assert(ROWS == 6 && NARROW_ROWS == 12, "the cases below");
+
+static void run_block(const kann_matmul_args *a, const float *a_blk, const float *b_col,
+                      size_t rows, int narrow, size_t len, float *acc) {
+    if (narrow) {
+        switch (rows) {
+            KANN_MATMUL_CASE(12, VECS / 2)
+            KANN_MATMUL_CASE(11, VECS / 2)
+            KANN_MATMUL_CASE(10, VECS / 2)
+            KANN_MATMUL_CASE(9, VECS / 2)
+            KANN_MATMUL_CASE(8, VECS / 2)
+            KANN_MATMUL_CASE(7, VECS / 2)
+            KANN_MATMUL_CASE(6, VECS / 2)
+            KANN_MATMUL_CASE(5, VECS / 2)
+            KANN_MATMUL_CASE(4, VECS / 2)
+            KANN_MATMUL_CASE(3, VECS / 2)
+            KANN_MATMUL_CASE(2, VECS / 2)
+            KANN_MATMUL_CASE(1, VECS / 2)
+        }
+        return;
+    }
+    switch (rows) {
+        KANN_MATMUL_CASE(6, VECS)
+        KANN_MATMUL_CASE(5, VECS)
+        KANN_MATMUL_CASE(4, VECS)
+        KANN_MATMUL_CASE(3, VECS)
+        KANN_MATMUL_CASE(2, VECS)
+        KANN_MATMUL_CASE(1, VECS)
+    }
+}
+
+/* The record's tile (rows on axis 0, columns on axis 1) in blocks of ROWS x CHUNK, or of
+ * NARROW_ROWS x CHUNK / 2 where the columns left are that few (a 24- or 32-column layer keeps
+ * as many accumulators busy as a wide one); column chunks outside, so one K x CHUNK panel of B
+ * stays cached while every row block passes over it. B with strided columns, or an empty
+ * reduction, runs the reference. */
 void KANN_MATMUL_ENTRY(const void *args, const kann_exec *ex) {
     const kann_matmul_args *a = args;
     if (a->b_col_stride != 1 || a->k == 0) {
@@ -58,40 +100,21 @@ void KANN_MATMUL_ENTRY(const void *args, const kann_exec *ex) {
     const float *residual =
         a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
     float *y = kann_mref(ex, a->y);
-    float acc[ROWS][CHUNK] __attribute__((aligned(ACC_ALIGN)));
+    float acc[NARROW_ROWS * CHUNK] __attribute__((aligned(ACC_ALIGN)));
     for (size_t bt = 0; bt < a->batch; bt++) {
         const float *b_batch = bm + bt * a->b_batch_stride;
         for (size_t j0 = j_begin; j0 < j_end; j0 += CHUNK) {
             size_t len = j_end - j0 < CHUNK ? j_end - j0 : CHUNK;
-            for (size_t i = i_begin; i < i_end; i += ROWS) {
-                size_t rows = i_end - i < ROWS ? i_end - i : ROWS;
+            int narrow = len <= CHUNK / 2;
+            size_t step = narrow ? NARROW_ROWS : ROWS;
+            for (size_t i = i_begin; i < i_end; i += step) {
+                size_t rows = i_end - i < step ? i_end - i : step;
                 const float *a_blk = am + bt * a->a_batch_stride + i * a->a_row_stride;
-                /* a constant row count in each inlined copy keeps the accumulators in
-                 * registers */
-                switch (rows) {
-                case 6:
-                    block(a, a_blk, b_batch + j0, 6, len, acc);
-                    break;
-                case 5:
-                    block(a, a_blk, b_batch + j0, 5, len, acc);
-                    break;
-                case 4:
-                    block(a, a_blk, b_batch + j0, 4, len, acc);
-                    break;
-                case 3:
-                    block(a, a_blk, b_batch + j0, 3, len, acc);
-                    break;
-                case 2:
-                    block(a, a_blk, b_batch + j0, 2, len, acc);
-                    break;
-                default:
-                    block(a, a_blk, b_batch + j0, 1, len, acc);
-                    break;
-                }
+                run_block(a, a_blk, b_batch + j0, rows, narrow, len, acc);
                 for (size_t r = 0; r < rows; r++) {
                     size_t y_row = (bt * a->m + i + r) * a->n + j0;
-                    finish_row(a, acc[r], len, i + r, j0, bias, residual ? residual + y_row : NULL,
-                               y + y_row);
+                    finish_row(a, acc + r * CHUNK, len, i + r, j0, bias,
+                               residual ? residual + y_row : NULL, y + y_row);
                 }
             }
         }

@@ -837,14 +837,16 @@ static void test_pool2d_random(void **state) {
     }
 }
 
-/* ---- matmul (the GEMV path of fully-connected layers) -------------------------------------- */
+/* ---- matmul (fully-connected layers at batch 1, transformer layers) ------------------------ */
 
+/* Shapes from the GEMV path (a few rows) to several row blocks, with column counts that leave
+ * narrow chunks (at most half a chunk: blocks of twice the rows) and ragged ones. */
 static void test_matmul_random(void **state) {
     (void)state;
     rng_state = 5;
-    for (int i = 0; i < 120; i++) {
-        uint32_t batch = rng_range(1, 2), m = rng_range(1, 5), n = rng_range(1, 150),
-                 k = rng_range(0, 70);
+    for (int i = 0; i < 160; i++) {
+        uint32_t batch = rng_range(1, 2), m = rng_range(0, 1) ? rng_range(1, 5) : rng_range(6, 40),
+                 n = rng_range(1, 150), k = rng_range(0, 70);
         int trans_b = rng_range(0, 3) == 0;
         size_t out = (size_t)batch * m * n;
         arena_reset((size_t)batch * (m * k + k * n) + m * n + 4 * out + 256);
