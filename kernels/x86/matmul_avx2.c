@@ -15,7 +15,6 @@
 #define CHUNK 16
 #define VECS 2
 #define ROWS 6
-#define NARROW_ROWS 12
 #define ACC_ALIGN 32
 #define KANN_MATMUL_ENTRY kann_f32_matmul_avx2
 #include "matmul_driver.h"

@@ -15,7 +15,6 @@
 #define CHUNK 64
 #define VECS 4
 #define ROWS 6
-#define NARROW_ROWS 12
 #define ACC_ALIGN 64
 #define KANN_MATMUL_ENTRY kann_f32_matmul_avx512
 #include "matmul_driver.h"

@@ -1,13 +1,15 @@
 /* The parts of the SIMD matmul variants (matmul_avx2.c, matmul_avx512.c) that do not depend on
  * the vector width: the scalar epilogue for strided bias rows and non-vector activations, and
  * the tile walk. A variant defines CHUNK (columns per block, VECS vectors), ROWS (rows per
- * block of CHUNK columns), NARROW_ROWS (rows per block of at most CHUNK / 2 columns),
- * ACC_ALIGN and KANN_MATMUL_ENTRY (its entry point's name), includes this file, then defines
- * the two functions declared below: its register-blocked microkernel and its vector
- * epilogue. */
+ * block of CHUNK columns), ACC_ALIGN and KANN_MATMUL_ENTRY (its entry point's name), includes
+ * this file, then defines the two functions declared below: its register-blocked microkernel
+ * and its vector epilogue. */
 #ifndef KANN_MATMUL_ENTRY
-#error "define KANN_MATMUL_ENTRY, CHUNK, VECS, ROWS, NARROW_ROWS and ACC_ALIGN first"
+#error "define KANN_MATMUL_ENTRY, CHUNK, VECS, ROWS and ACC_ALIGN first"
 #endif
+
+/* Rows per block of at most CHUNK / 2 columns: half the vectors, as many accumulators. */
+#define NARROW_ROWS (2 * ROWS)
 
 /* The sums of rows x len outputs in vecs vectors per row (rows <= NARROW_ROWS,
  * vecs * rows <= VECS * ROWS, len <= the vectors' lanes): the whole reduction over the rows
@@ -45,7 +47,7 @@ static inline void finish_row_scalar(const kann_matmul_args *a, float *acc, size
         block(a, a_blk, b_col, R, V, len, acc);                                                    \
         break;
 
-_Static_assert(ROWS == 6 && NARROW_ROWS == 12, "the cases below");
+_Static_assert(ROWS == 6, "the cases below");
 
 static void run_block(const kann_matmul_args *a, const float *a_blk, const float *b_col,
                       size_t rows, int narrow, size_t len, float *acc) {
