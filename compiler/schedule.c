@@ -346,6 +346,14 @@ typedef struct span {
     int write;
 } span;
 
+/* lo + bytes, saturated: a value the memory plan will refuse as too large (dims of a corrupt
+ * model) may well have more bytes than a uint64_t holds. */
+static uint64_t span_end(uint64_t lo, double bytes) {
+    if (!(bytes < 18446744073709551616.0)) return UINT64_MAX; /* 2^64, and NaN */
+    uint64_t b = (uint64_t)bytes;
+    return b > UINT64_MAX - lo ? UINT64_MAX : lo + b;
+}
+
 /* The bytes call c touches through its fixups: a value's own bytes (a view's inside its root),
  * the whole root where the binding adds an offset of its own (a group's slice). Constants are
  * never written and take no part. Returns the count. */
@@ -359,7 +367,7 @@ static int call_spans(const kc_graph *g, const kc_call *c, span *out) {
         int whole = f->byte_offset != 0;
         out[n].root = root;
         out[n].lo = whole ? 0 : (uint64_t)off;
-        out[n].hi = out[n].lo + (uint64_t)value_bytes(g, whole ? root : f->value);
+        out[n].hi = span_end(out[n].lo, value_bytes(g, whole ? root : f->value));
         out[n].write = f->write;
         n++;
     }
