@@ -95,6 +95,28 @@ static int take_id(parser *p, char **out, const char *what) {
     return 0;
 }
 
+/* qualified-id = id {"." id}: the identifiers joined by dots, as a new string. Built from the
+ * tokens, so spaces and comments between them are not part of it. */
+static int take_qualified_id(parser *p, char **out, const char *what) {
+    TRY(take_id(p, out, what));
+    while (accept(p, '.')) {
+        if (p->tok.kind != KC_TOK_ID) {
+            free(*out);
+            *out = NULL;
+            return fail(p, "an identifier after '.'");
+        }
+        size_t n = strlen(*out);
+        char *s = realloc(*out, n + p->tok.len + 2);
+        if (!s) return out_of_memory(p);
+        s[n] = '.';
+        memcpy(s + n + 1, p->tok.start, p->tok.len);
+        s[n + 1 + p->tok.len] = 0;
+        *out = s;
+        advance(p);
+    }
+    return 0;
+}
+
 static int take_string(parser *p, char **out, size_t *len, const char *what) {
     if (p->tok.kind != KC_TOK_STRING) return fail(p, "%s", what);
     size_t n;
@@ -376,29 +398,14 @@ static int parse_type(parser *p, Onnx__TypeProto *tp) {
         if (!tp->opaque_type) return out_of_memory(p);
         tp->value_case = ONNX__TYPE_PROTO__VALUE_OPAQUE_TYPE;
         if (p->tok.kind == KC_TOK_ID) {
-            /* qualified-id: the domain, dots included */
-            const char *start = p->tok.start;
-            const char *end = p->tok.start + p->tok.len;
-            advance(p);
-            while (accept(p, '.')) {
-                if (p->tok.kind != KC_TOK_ID) return fail(p, "an identifier after '.'");
-                end = p->tok.start + p->tok.len;
-                advance(p);
-            }
-            kc_text_token whole = {KC_TOK_ID, 0, start, (size_t)(end - start), 0, 0};
-            /* Spaces around the dots are not part of the domain. */
-            char *s = token_text(&whole);
-            if (!s) return out_of_memory(p);
-            size_t n = 0;
-            for (size_t i = 0; s[i]; i++)
-                if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') s[n++] = s[i];
-            s[n] = 0;
+            char *q = NULL;
+            TRY(take_qualified_id(p, &q, "the name of an opaque type"));
             /* One name is the type's name; with two, the first is its domain. */
             if (accept(p, ',')) {
-                tp->opaque_type->domain = s;
+                tp->opaque_type->domain = q;
                 TRY(take_id(p, &tp->opaque_type->name, "the name of an opaque type"));
             } else {
-                tp->opaque_type->name = s;
+                tp->opaque_type->name = q;
             }
         }
         TRY(expect(p, ')', "after the opaque type"));
@@ -908,25 +915,13 @@ static int parse_node(parser *p, Onnx__NodeProto *n) {
     advance(p);
     /* qualified-id: the last identifier is the op, the ones before it (joined by dots) the
      * domain. */
-    if (p->tok.kind != KC_TOK_ID) return fail(p, "an operator name");
-    char *domain = strdup(""), *op = token_text(&p->tok);
-    n->domain = domain;
-    n->op_type = op;
-    if (!domain || !op) return out_of_memory(p);
-    advance(p);
-    while (accept(p, '.')) {
-        if (p->tok.kind != KC_TOK_ID) return fail(p, "an identifier after '.'");
-        size_t dl = strlen(n->domain), ol = strlen(n->op_type);
-        char *d = realloc(n->domain, dl + ol + 2);
-        if (!d) return out_of_memory(p);
-        n->domain = d;
-        if (dl) d[dl++] = '.';
-        memcpy(d + dl, n->op_type, ol + 1);
-        free(n->op_type);
-        n->op_type = token_text(&p->tok);
-        if (!n->op_type) return out_of_memory(p);
-        advance(p);
-    }
+    char *q = NULL;
+    TRY(take_qualified_id(p, &q, "an operator name"));
+    char *dot = strrchr(q, '.');
+    n->domain = dot ? strndup(q, (size_t)(dot - q)) : strdup("");
+    n->op_type = strdup(dot ? dot + 1 : q);
+    free(q);
+    if (!n->domain || !n->op_type) return out_of_memory(p);
     if (accept(p, ':')) TRY(take_id(p, &n->overload, "an overload name after ':'"));
     int attrs_first = is_punct(p, '<');
     if (attrs_first) TRY(parse_attr_list(p, &n->attribute, &n->n_attribute));
@@ -1008,7 +1003,7 @@ static int parse_function_io(parser *p, Onnx__FunctionProto *f, char ***ids, siz
 static int parse_function_attrs(parser *p, Onnx__FunctionProto *f) {
     if (!accept(p, '<')) return 0;
     do {
-        char *name;
+        char *name = NULL;
         TRY(take_quotable(p, &name, "an attribute name"));
         if (is_punct(p, ':') || is_punct(p, '=')) {
             Onnx__AttributeProto *a;

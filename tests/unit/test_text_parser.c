@@ -99,6 +99,27 @@ static void test_fields(void **state) {
     onnx__model_proto__free_unpacked(m, NULL);
 }
 
+/* A qualified name is its identifiers joined by dots: spaces and comments between them are not
+ * part of it (an opaque type's domain used to keep a comment's text, which printed as a name
+ * that does not parse). */
+static void test_qualified_names_skip_comments(void **state) {
+    (void)state;
+    Onnx__ModelProto *m = parse_ok("<ir_version: 8, opset_import: [\"\" : 15]>\n"
+                                   "g (float[2] x) => (float[2] y) {\n"
+                                   "  y = com . # a comment\n"
+                                   "      x.Op <a = opaque(org. # more\n"
+                                   "  kann , T)> (x)\n"
+                                   "}\n");
+    const Onnx__NodeProto *n = m->graph->node[0];
+    assert_string_equal(n->domain, "com.x");
+    assert_string_equal(n->op_type, "Op");
+    assert_int_equal(n->n_attribute, 1);
+    const Onnx__TypeProto__Opaque *o = n->attribute[0]->tp->opaque_type;
+    assert_string_equal(o->domain, "org.kann");
+    assert_string_equal(o->name, "T");
+    onnx__model_proto__free_unpacked(m, NULL);
+}
+
 static void test_print_round_trip(void **state) {
     (void)state;
     Onnx__ModelProto *m = parse_ok(
@@ -287,6 +308,7 @@ static void test_same_ir_as_protobuf(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_qualified_names_skip_comments),
         cmocka_unit_test(test_print_round_trip),
         cmocka_unit_test(test_error_report),
         cmocka_unit_test(test_detect_format),
