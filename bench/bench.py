@@ -1,13 +1,17 @@
 """Batch-1 latency of kann-c against ONNX Runtime, same machine, same run, as a ratio.
 
-  python3 bench/bench.py [--models-dir ../shared/models] [--threads 1,2] [--runs 50]
+  python3 bench/bench.py [--models-dir ../shared/models] [--threads 1,2] [--runs 50] [--rounds 5]
 
 Models: the shared ones (squeezenet1_1, mobilenet_v2, resnet18) when present, the sample CNN,
 and a BERT-style encoder (4 layers, hidden 256, 4 heads, sequence 64; tests/e2e/cases_transformer.py).
-For each model and thread count T: compiles with `kann-c --cores T`, times `kann-run --bench
-RUNS --threads T` (warm-up, then the median), and times ONNX Runtime (CPU provider,
-intra_op_num_threads=T, inter_op_num_threads=1, sequential, all graph optimizations, 10 warm-up
-runs, median of RUNS). Prints a Markdown table; ratio = kann-c / ONNX Runtime (< 1 is faster).
+For each model and thread count T: compiles with `kann-c --cores T`, opens an ONNX Runtime
+session (CPU provider, intra_op_num_threads=T, inter_op_num_threads=1, sequential, all graph
+optimizations, 10 warm-up runs), then alternates the two engines over ROUNDS rounds of
+RUNS / ROUNDS runs each (`kann-run --bench --threads T`, its own warm-up runs first; the session's
+runs timed one by one), the engine going first swapping every round. Each engine's latency is
+the median of its round medians: the host's noise comes in bursts of seconds on one core or
+both, and alternating short rounds exposes both engines to the same bursts where one long
+block each would not. Prints a Markdown table; ratio = kann-c / ONNX Runtime (< 1 is faster).
 """
 import argparse
 import json
@@ -28,7 +32,7 @@ def tool(name, build):
     return os.environ.get(name.upper().replace("-", "_"), os.path.join(build, sub, name))
 
 
-def ort_median_ms(model, feeds, threads, runs):
+def ort_session(model, threads):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
@@ -36,9 +40,11 @@ def ort_median_ms(model, feeds, threads, runs):
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.log_severity_level = 3
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-    for _ in range(10):
-        sess.run(None, feeds)
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+def ort_round_ms(sess, feeds, runs):
+    """The median of runs timed runs of an open, warmed-up session."""
     times = []
     for _ in range(runs):
         t = time.perf_counter()
@@ -47,15 +53,35 @@ def ort_median_ms(model, feeds, threads, runs):
     return statistics.median(times)
 
 
-def kann_median_ms(kann_c, kann_run, model, inputs, threads, runs, work):
-    """inputs: input name -> .npy path."""
+def kann_compile(kann_c, model, threads, work):
     out = os.path.join(work, os.path.basename(model) + f".p{threads}.bin")
     subprocess.run([kann_c, model, "-o", out, "--cores", str(threads), "-q"], check=True)
-    cmd = [kann_run, out, "--threads", str(threads), "--bench", str(runs), "--json"]
+    return out
+
+
+def kann_round_ms(kann_run, binary, inputs, threads, runs):
+    """inputs: input name -> .npy path. The median of runs timed runs of kann-run."""
+    cmd = [kann_run, binary, "--threads", str(threads), "--bench", str(runs), "--json"]
     for name, path in inputs.items():
         cmd += ["-i", f"{name}={path}"]
     p = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(p.stdout)["latency_ms"]["median"]
+
+
+def compare(kann_c, kann_run, model, inputs, feeds, threads, runs, rounds, work):
+    """Median of round medians of both engines, alternated round by round."""
+    binary = kann_compile(kann_c, model, threads, work)
+    sess = ort_session(model, threads)
+    for _ in range(10):
+        sess.run(None, feeds)
+    per_round = max(1, runs // rounds)
+    k, o = [], []
+    for r in range(rounds):
+        engines = [lambda: k.append(kann_round_ms(kann_run, binary, inputs, threads, per_round)),
+                   lambda: o.append(ort_round_ms(sess, feeds, per_round))]
+        for run in engines if r % 2 == 0 else engines[::-1]:
+            run()
+    return statistics.median(k), statistics.median(o)
 
 
 def models(args):
@@ -74,7 +100,8 @@ def main():
         "KANN_MODELS_DIR", os.path.join(ROOT, "..", "shared", "models")))
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--runs", type=int, default=50, help="timed runs per engine, all rounds")
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-generated", action="store_true",
                     help="only the shared models, not the sample CNN and the BERT encoder")
     args = ap.parse_args()
@@ -105,8 +132,8 @@ def main():
                 inputs = {[i.name for i in mp.graph.input if i.name not in inits][0]: inputs}
             feeds = {k: np.load(p) for k, p in inputs.items()}
             for t in threads:
-                k = kann_median_ms(kann_c, kann_run, model, inputs, t, args.runs, work)
-                o = ort_median_ms(model, feeds, t, args.runs)
+                k, o = compare(kann_c, kann_run, model, inputs, feeds, t, args.runs,
+                               max(1, args.rounds), work)
                 rows.append((name, t, k, o))
                 print(f"{name:14s} T={t}  kann-c {k:8.2f} ms  onnxruntime {o:8.2f} ms  "
                       f"ratio {k / o:5.2f}", file=sys.stderr)

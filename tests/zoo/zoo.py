@@ -168,12 +168,12 @@ def check(path, name, out_dir, kann_c, kann_run):
 def latency_ratio(path, name, out_dir, kann_c, kann_run, runs):
     """kann-c / ONNX Runtime median latency, one thread each, as text with both medians."""
     import onnxruntime as ort
-    from bench import kann_median_ms, ort_median_ms
+    from bench import compare
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     inputs = {inp.name: os.path.join(out_dir, f"{name}.in{i}.npy")
               for i, inp in enumerate(sess.get_inputs())}
-    kann = kann_median_ms(kann_c, kann_run, path, inputs, 1, runs, out_dir)
-    ref = ort_median_ms(path, {k: np.load(v) for k, v in inputs.items()}, 1, runs)
+    feeds = {k: np.load(v) for k, v in inputs.items()}
+    kann, ref = compare(kann_c, kann_run, path, inputs, feeds, 1, runs, 5, out_dir)
     return f"{kann / ref:.2f} ({kann:.2f} / {ref:.2f} ms)"
 
 
