@@ -44,8 +44,9 @@ void kann_host_arena_free(void *arena);
 uint32_t kann_host_cpu_count(void);
 
 /* ---- thread pool ---------------------------------------------------------------------------
- * T workers run a session's streams together (kann_session_run_streams): worker t runs streams
- * t, t + T', ... where T' = min(T, streams), meeting the others at each phase barrier. The
+ * T workers run a session's phases together (kann_session_run_phase): worker t runs streams
+ * t, t + T', ... of each phase, T' = min(T, streams), then any stream of the phase no worker
+ * has started (one the host delayed), and the next phase starts once all of them are done. The
  * calling thread is worker 0; T - 1 threads are started once and wait between runs (spinning
  * briefly, then sleeping). One run at a time per pool. */
 typedef struct kann_host_pool kann_host_pool;

@@ -1,5 +1,10 @@
-/* The host thread pool: persistent workers that run a session's streams together, meeting at
- * a generation-counting spin barrier that falls back to a futex after a short spin. */
+/* The host thread pool: persistent workers that run a session's phases together. Within a
+ * phase every (stream, phase) segment is claimed by one thread: each thread claims its own
+ * streams first (a contiguous block; with as many streams as threads, thread t takes stream t,
+ * the core whose data the compiler planned it for), then any segment of the phase nobody has
+ * started. A thread the host has descheduled, or one still waking up, no longer stalls the
+ * others: they take its segments. The next phase starts when every segment of this one is done
+ * (a spin, then a futex). */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <pthread.h>
@@ -14,11 +19,12 @@
 #endif
 
 #include "host_private.h"
+#include "kann_format.h"
 
 /* Phases are often a few microseconds long: a waiter spins this many times (a pause is
  * 10-40 ns, so 0.05-0.3 ms) before sleeping, unless the pool has more threads than CPUs,
  * where spinning only delays the threads it waits for. */
-#define SPIN_BARRIER 4000
+#define SPIN_WAIT 4000
 #define SPIN_IDLE 8000
 
 typedef struct worker {
@@ -26,24 +32,47 @@ typedef struct worker {
     uint32_t index;
 } worker;
 
+/* What the threads of one run share: a thread's copy of the published job. */
+typedef struct pool_job {
+    kann_session *session;
+    uint32_t n_active; /* threads taking part: min(threads, streams) */
+    uint32_t n_streams, n_phases;
+    uint32_t ticket; /* claim value of phase 0; the run's phases take [ticket, ticket + n_phases] */
+    uint32_t done_base;     /* segments_done when the run started */
+    const uint32_t *starts; /* [phase * n_streams + stream]: the segment's first record */
+} pool_job;
+
+/* The published job: the fields of pool_job, written by the caller while the job sequence is
+ * odd and copied by the workers (relaxed atomics: the sequence orders them). */
+typedef struct pool_job_slot {
+    kann_session *_Atomic session;
+    _Atomic uint32_t n_active, n_streams, n_phases, ticket, done_base;
+    const uint32_t *_Atomic starts;
+} pool_job_slot;
+
 struct kann_host_pool {
     uint32_t n_threads;
-    uint32_t spins_barrier, spins_idle;
+    uint32_t spins_wait, spins_idle;
     pthread_t *threads; /* n_threads - 1 */
     worker *workers;
 
-    /* The job: written by the caller before job_gen is bumped, read by workers after. */
-    kann_session *_Atomic session;
-    _Atomic uint32_t n_active;
-    _Atomic uint32_t job_gen;
+    /* The job, published seqlock-style: job_seq is odd while the caller writes `job`, even
+     * (and bumped, waking sleepers) once it is complete. A worker that read it torn or late
+     * holds stale tickets, which no claim accepts: it touches neither session nor model. */
+    _Atomic uint32_t job_seq;
     _Atomic uint32_t job_sleepers;
-    _Atomic uint32_t acks; /* workers that have read the current job */
     _Atomic int quit;
+    pool_job_slot job;
+    uint32_t *starts; /* the caller's table behind job.starts */
+    size_t starts_cap;
+    uint32_t next_ticket; /* the caller's: tickets only grow, so no two runs share one */
 
-    /* The phase barrier among the n_active workers of a run. */
-    _Atomic uint32_t bar_count;
-    _Atomic uint32_t bar_gen;
-    _Atomic uint32_t bar_sleepers;
+    /* claims[s]: the ticket of the first phase of stream s nobody has claimed; a claim moves it
+     * from ticket + p to ticket + p + 1. segments_done counts finished segments, for ever
+     * (wrapping); a phase is over when it reaches the run's base + (p + 1) * streams. */
+    _Atomic uint32_t claims[KANN_MAX_STREAMS];
+    _Atomic uint32_t segments_done;
+    _Atomic uint32_t done_sleepers;
 };
 
 static inline void cpu_relax(void) {
@@ -93,16 +122,71 @@ static void signal_change(_Atomic uint32_t *word, _Atomic uint32_t *sleepers) {
     if (atomic_load(sleepers) != 0) wake_all(word);
 }
 
-static void pool_barrier(void *ctx) {
-    kann_host_pool *p = ctx;
-    uint32_t gen = atomic_load_explicit(&p->bar_gen, memory_order_acquire);
-    uint32_t n = atomic_load_explicit(&p->n_active, memory_order_relaxed);
-    if (atomic_fetch_add_explicit(&p->bar_count, 1, memory_order_acq_rel) + 1 == n) {
-        atomic_store_explicit(&p->bar_count, 0, memory_order_relaxed);
-        signal_change(&p->bar_gen, &p->bar_sleepers);
-    } else {
-        wait_change(&p->bar_gen, &p->bar_sleepers, gen, p->spins_barrier);
+/* Whether wrapping counter v has reached target. */
+static inline int reached(uint32_t v, uint32_t target) {
+    return (int32_t)(v - target) >= 0;
+}
+
+/* Waits until segments_done reaches target; the same sleeper protocol as wait_change. */
+static void wait_done(kann_host_pool *p, uint32_t target) {
+    for (uint32_t i = 0; i < p->spins_wait; i++) {
+        if (reached(atomic_load_explicit(&p->segments_done, memory_order_acquire), target)) return;
+        cpu_relax();
     }
+    for (;;) {
+        uint32_t v = atomic_load(&p->segments_done);
+        if (reached(v, target)) return;
+        atomic_fetch_add(&p->done_sleepers, 1);
+        sleep_while_equal(&p->segments_done, v);
+        atomic_fetch_sub(&p->done_sleepers, 1);
+    }
+}
+
+/* Claims segment (stream, phase) of job j and runs it; 0 if another thread had claimed it or
+ * j is a finished run (a stale copy). */
+static int claim_and_run(kann_host_pool *p, const pool_job *j, uint32_t stream, uint32_t phase) {
+    uint32_t want = j->ticket + phase;
+    if (atomic_load_explicit(&p->claims[stream], memory_order_relaxed) != want ||
+        !atomic_compare_exchange_strong(&p->claims[stream], &want, want + 1))
+        return 0;
+    /* A claim only succeeds during its own run: the job and the session are live. */
+    uint32_t cursor = j->starts[(size_t)phase * j->n_streams + stream];
+    kann_session_run_phase(j->session, &cursor);
+    uint32_t target = j->done_base + (phase + 1) * j->n_streams;
+    if (atomic_fetch_add(&p->segments_done, 1) + 1 == target && atomic_load(&p->done_sleepers))
+        wake_all(&p->segments_done);
+    return 1;
+}
+
+/* Thread t's part of run j: phase by phase, its own streams (a contiguous block of them, in
+ * order), then those left, from the last back (the ends of the other blocks, which their owners
+ * reach last); the caller (t = 0) returns once every segment is done, a worker once nothing of
+ * the last phase is left to claim. */
+static void pool_walk(kann_host_pool *p, const pool_job *j, uint32_t t) {
+    uint32_t S = j->n_streams, T = j->n_active;
+    uint32_t own_begin = (uint32_t)((uint64_t)t * S / T),
+             own_end = (uint32_t)((uint64_t)(t + 1) * S / T);
+    for (uint32_t phase = 0; phase < j->n_phases; phase++) {
+        for (uint32_t i = own_begin; i < own_end; i++)
+            claim_and_run(p, j, i, phase);
+        for (uint32_t i = S; i-- > 0;)
+            if (i < own_begin || i >= own_end) claim_and_run(p, j, i, phase);
+        if (t == 0 || phase + 1 < j->n_phases) wait_done(p, j->done_base + (phase + 1) * S);
+    }
+}
+
+/* The job as published: 0 if it changed while being read (the caller is writing the next). */
+static int read_job(kann_host_pool *p, uint32_t seq, pool_job *j) {
+    const pool_job_slot *q = &p->job;
+    j->session = atomic_load_explicit(&q->session, memory_order_relaxed);
+    j->n_active = atomic_load_explicit(&q->n_active, memory_order_relaxed);
+    j->n_streams = atomic_load_explicit(&q->n_streams, memory_order_relaxed);
+    j->n_phases = atomic_load_explicit(&q->n_phases, memory_order_relaxed);
+    j->ticket = atomic_load_explicit(&q->ticket, memory_order_relaxed);
+    j->done_base = atomic_load_explicit(&q->done_base, memory_order_relaxed);
+    j->starts = atomic_load_explicit(&q->starts, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&p->job_seq, memory_order_relaxed) == seq;
 }
 
 static void *worker_main(void *arg) {
@@ -110,14 +194,12 @@ static void *worker_main(void *arg) {
     kann_host_pool *p = w->pool;
     uint32_t seen = 0;
     for (;;) {
-        wait_change(&p->job_gen, &p->job_sleepers, seen, p->spins_idle);
-        seen = atomic_load(&p->job_gen);
+        wait_change(&p->job_seq, &p->job_sleepers, seen, p->spins_idle);
+        seen = atomic_load(&p->job_seq);
         if (atomic_load(&p->quit)) break;
-        kann_session *s = atomic_load(&p->session);
-        uint32_t n_active = atomic_load(&p->n_active);
-        /* After the ack the caller may start the next job: nothing of this one is read later. */
-        atomic_fetch_add(&p->acks, 1);
-        if (w->index < n_active) kann_session_run_streams(s, w->index, n_active, pool_barrier, p);
+        pool_job j;
+        if (seen % 2 || !read_job(p, seen, &j)) continue;
+        if (w->index < j.n_active) pool_walk(p, &j, w->index);
     }
     return NULL;
 }
@@ -157,7 +239,7 @@ kann_host_pool *kann_host_pool_new(uint32_t n_threads, unsigned flags, kann_erro
     p->n_threads = n_threads;
     uint32_t n_cpus = kann_host_cpu_count();
     int oversubscribed = n_threads > n_cpus;
-    p->spins_barrier = oversubscribed ? 0 : SPIN_BARRIER;
+    p->spins_wait = oversubscribed ? 0 : SPIN_WAIT;
     p->spins_idle = oversubscribed ? 0 : SPIN_IDLE;
     if (n_threads == 1) return p;
 
@@ -194,25 +276,48 @@ uint32_t kann_host_pool_threads(const kann_host_pool *p) {
 kann_status kann_host_pool_run(kann_host_pool *p, kann_session *s, kann_error *err) {
     if (!p || !s || !s->model)
         return kann_host_fail(err, KANN_E_ARGUMENT, "kann_host_pool_run: NULL pool or session");
-    uint32_t n_streams = kann_model_n_streams(s->model);
+    const kann_model *m = s->model;
+    uint32_t n_streams = kann_model_n_streams(m), n_phases = kann_model_n_phases(m);
     uint32_t n_active = p->n_threads < n_streams ? p->n_threads : n_streams;
-    if (n_active <= 1) return kann_session_run(s, err);
+    if (n_active <= 1 || n_phases == 0) return kann_session_run(s, err);
 
-    atomic_store(&p->session, s);
-    atomic_store(&p->n_active, n_active);
-    atomic_store(&p->acks, 0);
-    signal_change(&p->job_gen, &p->job_sleepers);
-    kann_status st = kann_session_run_streams(s, 0, n_active, pool_barrier, p);
-    /* Workers past the last barrier are done with the arena, but idle ones (index >= n_active)
-     * may not have read the job yet: wait for every ack before the job can change. */
-    for (uint32_t i = 0; atomic_load(&p->acks) != p->n_threads - 1; i++) {
-        if (i < 1000)
-            cpu_relax();
-        else
-            sched_yield();
+    /* Every segment's first record, walked once per run (a few records per segment). */
+    size_t n_segments = (size_t)n_streams * n_phases;
+    if (n_segments > p->starts_cap) {
+        uint32_t *grown = realloc(p->starts, n_segments * sizeof *grown);
+        if (!grown) return kann_host_fail(err, KANN_E_RUNTIME, "thread pool: out of memory");
+        p->starts = grown;
+        p->starts_cap = n_segments;
     }
-    if (st != KANN_OK)
-        return kann_host_fail(err, st, "kann_session_run_streams failed: %s", kann_status_name(st));
+    for (uint32_t i = 0; i < n_streams; i++) {
+        uint32_t cursor, count;
+        kann_model_stream(m, i, &cursor, &count);
+        for (uint32_t ph = 0; ph < n_phases; ph++) {
+            p->starts[(size_t)ph * n_streams + i] = cursor;
+            cursor = kann_model_skip_phase(m, cursor);
+        }
+    }
+
+    /* Publish: odd while writing, then even. Stale workers hold tickets below next_ticket. */
+    atomic_fetch_add(&p->job_seq, 1);
+    atomic_thread_fence(memory_order_release);
+    pool_job mine = {s,        n_active,       n_streams,
+                     n_phases, p->next_ticket, atomic_load(&p->segments_done),
+                     p->starts};
+    pool_job_slot *q = &p->job;
+    atomic_store_explicit(&q->session, mine.session, memory_order_relaxed);
+    atomic_store_explicit(&q->n_active, mine.n_active, memory_order_relaxed);
+    atomic_store_explicit(&q->n_streams, mine.n_streams, memory_order_relaxed);
+    atomic_store_explicit(&q->n_phases, mine.n_phases, memory_order_relaxed);
+    atomic_store_explicit(&q->ticket, mine.ticket, memory_order_relaxed);
+    atomic_store_explicit(&q->done_base, mine.done_base, memory_order_relaxed);
+    atomic_store_explicit(&q->starts, mine.starts, memory_order_relaxed);
+    p->next_ticket += n_phases + 1;
+    for (uint32_t i = 0; i < n_streams; i++)
+        atomic_store(&p->claims[i], mine.ticket);
+    signal_change(&p->job_seq, &p->job_sleepers);
+
+    pool_walk(p, &mine, 0);
     if (err) {
         err->status = KANN_OK;
         err->message[0] = '\0';
@@ -224,11 +329,12 @@ void kann_host_pool_free(kann_host_pool *p) {
     if (!p) return;
     if (p->n_threads > 1) {
         atomic_store(&p->quit, 1);
-        signal_change(&p->job_gen, &p->job_sleepers);
+        signal_change(&p->job_seq, &p->job_sleepers);
         for (uint32_t i = 1; i < p->n_threads; i++)
             pthread_join(p->threads[i - 1], NULL);
     }
     free(p->threads);
     free(p->workers);
+    free(p->starts);
     free(p);
 }

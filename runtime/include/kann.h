@@ -171,6 +171,16 @@ typedef void (*kann_barrier_fn)(void *ctx);
 kann_status kann_session_run_streams(kann_session *s, uint32_t first, uint32_t stride,
                                      kann_barrier_fn barrier, void *ctx);
 
+/* For executors that hand a phase's streams to whichever thread is free (the host pool): runs
+ * one stream's records of one phase, from record *cursor (the stream's first record, or where a
+ * previous call or kann_model_skip_phase left it) through the phase's barrier, and leaves
+ * *cursor at the stream's next phase. All streams of phase p must be done before any of p + 1
+ * starts. KANN_E_ARGUMENT if *cursor is not a record of the model. */
+kann_status kann_session_run_phase(kann_session *s, uint32_t *cursor);
+/* The record after the barrier that ends the phase holding record cursor (cursor itself when it
+ * is not a record of the model): a stream's next phase, without running this one. */
+uint32_t kann_model_skip_phase(const kann_model *m, uint32_t cursor);
+
 /* ---- static models (kann-c --emit c) -----------------------------------------------------
  * A model compiled to C source for firmware: its records hold kernel function pointers and
  * pointers to their argument structs, its weights are const arrays. Nothing is opened or

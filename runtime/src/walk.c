@@ -48,3 +48,20 @@ kann_status kann_session_run_streams(kann_session *s, uint32_t first, uint32_t s
     }
     return KANN_OK;
 }
+
+kann_status kann_session_run_phase(kann_session *s, uint32_t *cursor) {
+    if (s == 0 || s->model == 0 || s->model->bytes == 0 || cursor == 0 ||
+        *cursor >= s->model->n_records)
+        return KANN_E_ARGUMENT;
+    const kann_exec ex = {s->arena, s->model->consts};
+    run_phase(s->model, &ex, cursor);
+    return KANN_OK;
+}
+
+uint32_t kann_model_skip_phase(const kann_model *m, uint32_t cursor) {
+    if (m == 0 || m->bytes == 0 || cursor >= m->n_records) return cursor;
+    const kann_record *r = (const kann_record *)m->records + cursor;
+    while (r->kernel != KANN_KERNEL_BARRIER)
+        r++;
+    return (uint32_t)(r - (const kann_record *)m->records) + 1;
+}

@@ -1,5 +1,6 @@
 /* The parallel walk: a model of 4 streams and 4 phases, with data crossing streams at every
- * barrier, gives the same bits on 1, 2, 3 and 4 threads as kann_session_run. */
+ * barrier, gives the same bits on 1, 2, 3 and 4 threads as kann_session_run, and so does
+ * running it one (stream, phase) segment at a time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,6 +154,56 @@ static void test_pool_reuse_across_models(void **state) {
     kann_host_pool_free(pool);
 }
 
+/* Phase by phase through kann_session_run_phase, the streams of each phase in reverse order and
+ * every other phase's cursor moved by kann_model_skip_phase first (as a thread that did not run
+ * it does): the same bits as kann_session_run. */
+static void test_run_phase_segments(void **state) {
+    fixture *f = *state;
+    const kann_model *m = &f->model;
+    size_t arena_size = (size_t)kann_model_arena_size(m);
+    kann_error e;
+    kann_session ref, seg;
+    void *ref_arena = kann_host_arena_alloc(arena_size);
+    void *seg_arena = kann_host_arena_alloc(arena_size);
+    assert_int_equal(kann_session_init(&ref, m, ref_arena, arena_size, &e), KANN_OK);
+    assert_int_equal(kann_session_init(&seg, m, seg_arena, arena_size, &e), KANN_OK);
+    fill_input(&ref, 7);
+    fill_input(&seg, 7);
+    assert_int_equal(kann_session_run(&ref, &e), KANN_OK);
+    uint32_t S = kann_model_n_streams(m), cursor[4], end[4], count;
+    assert_int_equal(S, 4);
+    for (uint32_t i = 0; i < S; i++) {
+        assert_int_equal(kann_model_stream(m, i, &cursor[i], &count), KANN_OK);
+        end[i] = cursor[i] + count;
+    }
+    for (uint32_t phase = 0; phase < kann_model_n_phases(m); phase++)
+        for (uint32_t k = 0; k < S; k++) {
+            uint32_t i = S - 1 - k;
+            if (phase % 2) {
+                uint32_t skipped = kann_model_skip_phase(m, cursor[i]);
+                assert_true(skipped > cursor[i] && skipped <= end[i]);
+                uint32_t ran = cursor[i];
+                assert_int_equal(kann_session_run_phase(&seg, &ran), KANN_OK);
+                assert_int_equal(ran, skipped);
+                cursor[i] = ran;
+            } else {
+                assert_int_equal(kann_session_run_phase(&seg, &cursor[i]), KANN_OK);
+            }
+        }
+    for (uint32_t i = 0; i < S; i++)
+        assert_int_equal(cursor[i], end[i]);
+    assert_memory_equal(output(&ref), output(&seg), N_Y * sizeof(float));
+    /* past the records: refused, and skip_phase leaves such a cursor as it is */
+    uint32_t past = kann_model_n_records(m);
+    assert_int_equal(kann_session_run_phase(&seg, &past), KANN_E_ARGUMENT);
+    assert_int_equal(past, kann_model_n_records(m));
+    assert_int_equal(kann_model_skip_phase(m, past), past);
+    assert_int_equal(kann_session_run_phase(&seg, NULL), KANN_E_ARGUMENT);
+    assert_int_equal(kann_session_run_phase(NULL, &past), KANN_E_ARGUMENT);
+    kann_host_arena_free(ref_arena);
+    kann_host_arena_free(seg_arena);
+}
+
 static void test_pool_arguments(void **state) {
     (void)state;
     kann_error e;
@@ -169,6 +220,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_single_thread_matches_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pool_matches_single_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pool_reuse_across_models, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_phase_segments, setup, teardown),
         cmocka_unit_test(test_pool_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
