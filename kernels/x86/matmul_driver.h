@@ -47,11 +47,20 @@ static inline void finish_row_scalar(const kann_matmul_args *a, float *acc, size
         block(a, a_blk, b_col, R, V, len, acc);                                                    \
         break;
 
+/* Blocks of 1 to ROWS rows, V vectors each. */
+#define KANN_MATMUL_CASES_TO_ROWS(V)                                                               \
+    KANN_MATMUL_CASE(6, V)                                                                         \
+    KANN_MATMUL_CASE(5, V)                                                                         \
+    KANN_MATMUL_CASE(4, V)                                                                         \
+    KANN_MATMUL_CASE(3, V)                                                                         \
+    KANN_MATMUL_CASE(2, V)                                                                         \
+    KANN_MATMUL_CASE(1, V)
+
 _Static_assert(ROWS == 6, "the cases below");
 
 static void run_block(const kann_matmul_args *a, const float *a_blk, const float *b_col,
                       size_t rows, int narrow, size_t len, float *acc) {
-    if (narrow) {
+    if (narrow) { /* NARROW_ROWS = 2 x ROWS rows, half the vectors */
         switch (rows) {
             KANN_MATMUL_CASE(12, VECS / 2)
             KANN_MATMUL_CASE(11, VECS / 2)
@@ -59,23 +68,11 @@ static void run_block(const kann_matmul_args *a, const float *a_blk, const float
             KANN_MATMUL_CASE(9, VECS / 2)
             KANN_MATMUL_CASE(8, VECS / 2)
             KANN_MATMUL_CASE(7, VECS / 2)
-            KANN_MATMUL_CASE(6, VECS / 2)
-            KANN_MATMUL_CASE(5, VECS / 2)
-            KANN_MATMUL_CASE(4, VECS / 2)
-            KANN_MATMUL_CASE(3, VECS / 2)
-            KANN_MATMUL_CASE(2, VECS / 2)
-            KANN_MATMUL_CASE(1, VECS / 2)
+            KANN_MATMUL_CASES_TO_ROWS(VECS / 2)
         }
         return;
     }
-    switch (rows) {
-        KANN_MATMUL_CASE(6, VECS)
-        KANN_MATMUL_CASE(5, VECS)
-        KANN_MATMUL_CASE(4, VECS)
-        KANN_MATMUL_CASE(3, VECS)
-        KANN_MATMUL_CASE(2, VECS)
-        KANN_MATMUL_CASE(1, VECS)
-    }
+    switch (rows) { KANN_MATMUL_CASES_TO_ROWS(VECS) }
 }
 
 /* The record's tile (rows on axis 0, columns on axis 1) in blocks of ROWS x CHUNK, or of

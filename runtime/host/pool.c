@@ -175,6 +175,17 @@ static void pool_walk(kann_host_pool *p, const pool_job *j, uint32_t t) {
     }
 }
 
+/* Writes job j into the slot, field by field (the caller holds the sequence odd). */
+static void publish_job(pool_job_slot *q, const pool_job *j) {
+    atomic_store_explicit(&q->session, j->session, memory_order_relaxed);
+    atomic_store_explicit(&q->n_active, j->n_active, memory_order_relaxed);
+    atomic_store_explicit(&q->n_streams, j->n_streams, memory_order_relaxed);
+    atomic_store_explicit(&q->n_phases, j->n_phases, memory_order_relaxed);
+    atomic_store_explicit(&q->ticket, j->ticket, memory_order_relaxed);
+    atomic_store_explicit(&q->done_base, j->done_base, memory_order_relaxed);
+    atomic_store_explicit(&q->starts, j->starts, memory_order_relaxed);
+}
+
 /* The job as published: 0 if it changed while being read (the caller is writing the next). */
 static int read_job(kann_host_pool *p, uint32_t seq, pool_job *j) {
     const pool_job_slot *q = &p->job;
@@ -304,14 +315,7 @@ kann_status kann_host_pool_run(kann_host_pool *p, kann_session *s, kann_error *e
     pool_job mine = {s,        n_active,       n_streams,
                      n_phases, p->next_ticket, atomic_load(&p->segments_done),
                      p->starts};
-    pool_job_slot *q = &p->job;
-    atomic_store_explicit(&q->session, mine.session, memory_order_relaxed);
-    atomic_store_explicit(&q->n_active, mine.n_active, memory_order_relaxed);
-    atomic_store_explicit(&q->n_streams, mine.n_streams, memory_order_relaxed);
-    atomic_store_explicit(&q->n_phases, mine.n_phases, memory_order_relaxed);
-    atomic_store_explicit(&q->ticket, mine.ticket, memory_order_relaxed);
-    atomic_store_explicit(&q->done_base, mine.done_base, memory_order_relaxed);
-    atomic_store_explicit(&q->starts, mine.starts, memory_order_relaxed);
+    publish_job(&p->job, &mine);
     p->next_ticket += n_phases + 1;
     for (uint32_t i = 0; i < n_streams; i++)
         atomic_store(&p->claims[i], mine.ticket);
