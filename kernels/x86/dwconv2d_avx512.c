@@ -7,6 +7,7 @@
  * latency); the store keeps the lanes that hold output columns (compress), the residual
  * unpacked to meet them (expand). Bias, residual and activation at the store. */
 #include <immintrin.h>
+#include <string.h>
 
 #include "kann_x86.h"
 #include "ref/act.h"
@@ -189,7 +190,7 @@ typedef struct cl_group {
     const cl_plan *p;
     float *ring;     /* (r + mirror) * wp vectors, zeroed */
     const float *x;  /* the group's first input plane */
-    float *y;        /* its first output plane */
+    float *y;        /* its first output plane, or the staging buffer */
     const float *res;
     size_t nc;       /* channels: lanes [0, nc) */
     size_t ihp;      /* padded rows complete below this */
@@ -394,6 +395,14 @@ static inline __attribute__((always_inline)) void cl_rows(cl_group *g, const cl_
     }
 }
 
+/* The largest output plane (floats) whose group of 16 is staged. A group's stores otherwise go
+ * to 16 planes at once; where the next layer reads every channel (a 1x1 conv split along its
+ * output channels on 2 cores), the other core holds those lines and each store waits for them.
+ * Written in one pass, 14x14 layers of 384 and 576 channels took 28 and 41 us a stream instead
+ * of 41 and 60 on 2 threads, the same on one; on 7x7 planes (under a line each) the stores are
+ * nearly in order already and the copy only cost (docs/performance.md). */
+#define CL_STAGE_PLANE 256
+
 /* The conv by channel groups of 16 (kann_dwconv2d_args' tile: channels or output rows). */
 static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, const kann_exec *ex,
                                                const cl_plan *p, kann_dw_range rg) {
@@ -433,11 +442,17 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
     g.p = p;
     g.ring = ring;
     g.dest = table ? dest : NULL;
+    /* a tile of whole planes of 65 to CL_STAGE_PLANE floats: a group's planes are one block of y,
+     * written in one pass after the group rather than 16 planes at a time */
+    __attribute__((aligned(64))) float staged[16 * CL_STAGE_PLANE];
+    int whole = oh_begin == 0 && oh_end == a->h_out;
+    float *stage = whole && y_plane > 64 && y_plane <= CL_STAGE_PLANE ? staged : NULL;
     for (size_t n = 0; n < a->n; n++) {
         for (size_t c0 = c_begin; c0 < c_end; c0 += 16) {
             g.nc = c_end - c0 < 16 ? c_end - c0 : 16;
             g.x = x + (n * a->c_in + c0) * x_plane;
-            g.y = y + (n * a->c_out + c0) * y_plane;
+            float *yg = y + (n * a->c_out + c0) * y_plane;
+            g.y = stage ? stage : yg;
             g.res = res ? res + (n * a->c_out + c0) * y_plane : NULL;
             /* the taps' weights, a vector of the group's channels each */
             for (size_t t0 = 0; t0 < p->n_taps; t0 += 16) {
@@ -459,6 +474,7 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
                 cl_rows(&g, &o, wt, bv, oh_begin, oh_end, 1);
             else
                 cl_rows(&g, &o, wt, bv, oh_begin, oh_end, 0);
+            if (stage) memcpy(yg, stage, g.nc * y_plane * sizeof(float));
         }
     }
 }

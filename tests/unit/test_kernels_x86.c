@@ -757,6 +757,9 @@ static void test_dwconv2d_model_shapes(void **state) {
         {1, 40, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},     {1, 36, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1},
         {1, 24, 56, 56, 7, 7, 1, 1, 1, 1, 3, 3},   {1, 30, 28, 28, 5, 5, 2, 2, 1, 1, 2, 2},
         {1, 16, 8, 300, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 16, 3, 2000, 3, 3, 1, 1, 1, 1, 1, 1},
+        /* whole planes of 65-256 outputs: a group's outputs staged, then written in one pass */
+        {1, 40, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 28, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 20, 17, 17, 3, 3, 2, 2, 1, 1, 1, 1},   {1, 13, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_dwconv(&cases[i]);
