@@ -398,7 +398,7 @@ static inline __attribute__((always_inline)) void cl_rows(cl_group *g, const cl_
 /* The largest output plane (floats) whose group of 16 is staged. A group's stores otherwise go
  * to 16 planes at once; where the next layer reads every channel (a 1x1 conv split along its
  * output channels on 2 cores), the other core holds those lines and each store waits for them.
- * Written in one pass, 14x14 layers of 384 and 576 channels took 28 and 41 us a stream instead
+ * Written in one pass, 14x14 layers of 384 and 576 channels took 27 and 39-40 us a stream instead
  * of 41 and 60 on 2 threads, the same on one; on 7x7 planes (under a line each) the stores are
  * nearly in order already and the copy only cost (docs/performance.md). */
 #define CL_STAGE_PLANE 256
