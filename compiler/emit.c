@@ -68,8 +68,9 @@ static const char *call_name(const kc_graph *g, const kc_call *c) {
     return n->name[0] ? n->name : n->op_type;
 }
 
-/* The call's argument struct for one tile, with every reference resolved. */
-static void resolve_args(const kc_graph *g, const kc_call *c, const kc_tile_record *r, void *buf) {
+/* The call's argument struct for one tile of stream st, with every reference resolved. */
+static void resolve_args(const kc_graph *g, const kc_call *c, const kc_tile_record *r, int st,
+                         void *buf) {
     memcpy(buf, c->args, c->args_size);
     kann_tile *t = buf;
     t->axis = r->axis;
@@ -78,6 +79,9 @@ static void resolve_args(const kc_graph *g, const kc_call *c, const kc_tile_reco
     for (int f = 0; f < c->n_fixups; f++) {
         int64_t off;
         int root = kc_value_root(g, c->fixups[f].value, &off);
+        int copies = c->fixups[f].copies;
+        if (copies > 1 && r->axis == 0) /* a private scratch: the stream's own copy */
+            off += (int64_t)(value_bytes(&g->values[c->fixups[f].value]) / (uint64_t)copies) * st;
         kann_ref ref;
         ref.space = kc_is_const(g, root) ? KANN_SPACE_CONST : KANN_SPACE_ARENA;
         ref.reserved = 0;
@@ -114,7 +118,7 @@ int kc_build_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
             }
             const kc_call *c = &p->calls[r->call];
             if (c->args_size > sizeof buf) abort();
-            resolve_args(g, c, r, buf);
+            resolve_args(g, c, r, st, buf);
             if (kbin_add_call(w, (uint32_t)st, (uint32_t)c->kernel, call_name(g, c), buf, c->args_size)) {
                 kc_error(d, "cannot emit call %d: %s", r->call, kbin_writer_error(w));
                 errors++;

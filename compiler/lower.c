@@ -39,6 +39,7 @@ void kc_bind(kc_call *c, size_t field, int v, int64_t byte_offset, int write) {
     f->value = v;
     f->byte_offset = byte_offset;
     f->write = write;
+    f->copies = 0;
 }
 
 void kc_set_tile(kc_call *c, uint32_t extent0, uint32_t granule0, uint32_t extent1,
@@ -104,6 +105,17 @@ int kc_new_scratch(kc_graph *g, const char *base, int64_t floats) {
     s->rank = 1;
     s->dims[0] = floats;
     return v;
+}
+
+/* A scratch of floats bound to field, of which tiles of c along axis 1 write disjoint parts
+ * and each tile along axis 0 all: a copy for each of the streams the program is lowered for,
+ * so that tiles along axis 0 may run at the same time (kc_schedule_trim_scratch drops the
+ * copies a call does not use). */
+void kc_bind_scratch(kc_graph *g, const kc_program *p, kc_call *c, size_t field, const char *base,
+                     int64_t floats) {
+    int copies = p->streams > 1 ? p->streams : 1;
+    kc_bind(c, field, kc_new_scratch(g, base, floats * copies), 0, 1);
+    c->fixups[c->n_fixups - 1].copies = copies;
 }
 
 /* A float32 constant made by the compiler (packed or folded parameters). */

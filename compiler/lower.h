@@ -18,6 +18,10 @@ typedef struct kc_fixup {
     int value; /* value index */
     int64_t byte_offset; /* inside the value */
     int write; /* the kernel writes it */
+    /* A scratch every tile along axis 0 writes whole (kc_bind_scratch): the value holds this
+     * many equal copies, and stream st's records along axis 0 address copy st (tiles along
+     * axis 1 write disjoint parts of copy 0). 0: not such a scratch. */
+    int copies;
 } kc_fixup;
 
 /* One kernel call: a whole layer; the scheduler cuts it into tiles. */
@@ -31,6 +35,11 @@ typedef struct kc_call {
     uint32_t extents[2]; /* per tile axis; 0 for an axis the kernel lacks */
     uint32_t granules[2]; /* a tile along the axis is a multiple of this (but the last) */
     double macs; /* multiply-adds (or elements) it does, for the summary and the schedule */
+    /* Elements every tile along axis 0 produces whole, whatever its share (the gathered or
+     * transformed input of a conv split along output channels), for the schedule. */
+    double axis0_whole;
+    /* Bit a: a part of a granule along axis a costs the schedule as much as a whole one. */
+    uint8_t whole_granules;
 } kc_call;
 
 typedef struct kc_program {
@@ -84,6 +93,11 @@ int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, k
  * which keeps every value alive through the phases that touch it. Returns the number of
  * barriers removed. */
 int kc_schedule_merge_phases(const kc_graph *g, kc_program *p, kc_schedule *s);
+
+/* 7b. private scratch (schedule.c): a scratch that every stream has a copy of
+ * (kc_bind_scratch) goes back to one copy where the call's tiles do not split along output
+ * channels: each stream then writes a part of its own. Returns the bytes saved. */
+int64_t kc_schedule_trim_scratch(kc_graph *g, kc_program *p, const kc_schedule *s);
 
 /* 8. plan (plan.c): liveness over calls, views resolved to their root value, offsets in one
  * arena (64-byte aligned, reuse of dead buffers). Sets kc_value.offset for roots in the arena. */

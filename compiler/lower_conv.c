@@ -83,9 +83,10 @@ static kann_wino_transform winograd_transform(const kann_conv2d_args *c2, int st
     uint64_t tiles = (uint64_t)((c2->h_out + 3) / 4) * ((c2->w_out + 3) / 4);
     uint64_t blocks = (tiles + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE;
     uint64_t u_bytes = 36 * 4 * (uint64_t)c2->c_in * c2->c_out;
+    uint64_t panels = (c2->c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    uint64_t P = streams > 1 ? (uint64_t)streams : 1;
     int fits = tiles >= KANN_CONV_PIXEL_GRANULE || u_bytes <= KANN_WINO_F4_CACHED_WEIGHTS;
-    return blocks >= (uint64_t)(streams > 1 ? streams : 1) && fits ? KANN_WINO_F4X4
-                                                                   : KANN_WINO_F2X2;
+    return (blocks >= P || panels >= P) && fits ? KANN_WINO_F4X4 : KANN_WINO_F2X2;
 }
 
 /* U = G g G^T of every 3x3 kernel of W [c_out][c_in][3][3] for the transform t, in the layout
@@ -158,8 +159,7 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
     }
     int64_t gran = KANN_CONV_PIXEL_GRANULE, e = t == KANN_WINO_F4X4 ? 4 : 2;
     int64_t tiles = (int64_t)(a->h_out + e - 1) / e * ((a->w_out + e - 1) / e);
-    int scratch = kc_new_scratch(g, "winograd_tiles", (e + 2) * (e + 2) * (int64_t)a->c_in *
-                                                          ((tiles + gran - 1) / gran * gran));
+    int64_t transformed = (e + 2) * (e + 2) * (int64_t)a->c_in;
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_WINOGRAD, id);
     *(kann_conv2d_winograd_args *)c->args = args;
     kc_bind(c, offsetof(kann_conv2d_winograd_args, x), x, 0, 0);
@@ -167,10 +167,15 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
     kc_bind(c, offsetof(kann_conv2d_winograd_args, bias), b, 0, 0);
     kc_bind(c, offsetof(kann_conv2d_winograd_args, residual), n->epi.residual, 0, 0);
     kc_bind(c, offsetof(kann_conv2d_winograd_args, y), y, 0, 1);
-    kc_bind(c, offsetof(kann_conv2d_winograd_args, scratch), scratch, 0, 1);
-    /* the transformed tiles of a tile's own output tiles: split along tiles only */
-    kc_set_tile(c, a->c_out, a->c_out, (uint32_t)tiles, KANN_CONV_PIXEL_GRANULE);
+    /* the transformed tiles: a tile along output channels transforms them all */
+    kc_bind_scratch(g, p, c, offsetof(kann_conv2d_winograd_args, scratch), "winograd_tiles",
+                    transformed * ((tiles + gran - 1) / gran * gran));
+    kc_set_tile(c, a->c_out, KANN_CONV_PANEL, (uint32_t)tiles, KANN_CONV_PIXEL_GRANULE);
     c->macs = (double)a->c_out * a->h_out * a->w_out * a->c_in * 9;
+    c->axis0_whole = (double)transformed * (double)tiles;
+    /* a block's transforms take 16 tiles a vector: a part of a block costs about a whole one
+     * (one thread: 17 tiles of a 7x7 grid took as long as the other 32) */
+    c->whole_granules = 2;
 }
 
 /* A conv on the packed kernel: one call, or with groups one call per group, each a group-1 conv
@@ -229,12 +234,13 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
             /* x read in place: tiles along channels or pixels, whichever balances */
             kc_set_tile(c, a->c_out, KANN_CONV_PANEL, hw, KANN_CONV_PIXEL_GRANULE);
         } else {
-            /* The gathered B of a tile's pixels: tiles along pixels write disjoint parts of
-             * it, so the tile stays on that axis (one channel tile spans all the channels). */
+            /* The gathered B of a tile's pixels: a tile along output channels gathers them
+             * all. */
             int64_t g32 = KANN_CONV_PIXEL_GRANULE;
-            int scratch = kc_new_scratch(g, "im2col", (int64_t)K * ((hw + g32 - 1) / g32 * g32));
-            kc_bind(c, offsetof(kann_conv2d_packed_args, scratch), scratch, 0, 1);
-            kc_set_tile(c, a->c_out, a->c_out, hw, KANN_CONV_PIXEL_GRANULE);
+            kc_bind_scratch(g, p, c, offsetof(kann_conv2d_packed_args, scratch), "im2col",
+                            (int64_t)K * ((hw + g32 - 1) / g32 * g32));
+            kc_set_tile(c, a->c_out, KANN_CONV_PANEL, hw, KANN_CONV_PIXEL_GRANULE);
+            c->axis0_whole = (double)K * hw;
         }
         c->macs = (double)a->c_out * hw * (double)K;
     }

@@ -360,6 +360,7 @@ int main(int argc, char **argv) {
     if (kc_lower(g, &prog, &d)) goto done;
     if (kc_schedule_program(g, &prog, o.cores, &sched, &d)) goto done;
     kc_schedule_merge_phases(g, &prog, &sched);
+    kc_schedule_trim_scratch(g, &prog, &sched);
     if (kc_plan_memory(g, &prog, &plan, &d)) goto done;
     if (over_memory_limit(&o, "an arena", plan.arena_size, &d) |
         over_memory_limit(&o, "weights", plan.const_size, &d))

@@ -12,6 +12,13 @@
  * balanced axis of each call and flips single calls, then runs of consecutive calls (a chain
  * only pays off once all of it changes), while the modelled total falls.
  *
+ * A conv that gathers or transforms its input into a scratch (im2col, Winograd tiles) may split
+ * along output channels too: every stream has its own copy of the scratch (kc_bind_scratch)
+ * and gathers all of it, which the model counts (kc_call.axis0_whole). On resnet18's stride-2
+ * 3x3 conv over 14x14 outputs (196 pixels: 128 + 68 along pixels) that took 0.54 against 0.60
+ * ms a stream on 2 threads; its Winograd layers stay on tiles, where a block of 17 tiles costs
+ * about what one of 32 does (their transforms take 16 tiles a vector).
+ *
  * Afterwards (kc_schedule_merge_phases) the barrier between two calls goes where neither
  * writes a byte the other touches: the two branches of a fire module run in one phase, each
  * stream doing its tiles of both, so a stream that finishes one branch early starts on the
@@ -51,6 +58,8 @@ enum { READ_ALL, READ_LEAD, READ_INNER };
  * and a multiply-add of each kernel family one core runs alone. */
 #define NS_PER_REMOTE_BYTE 0.1
 #define NS_PER_WEIGHT_BYTE 0.03
+/* an element every tile along axis 0 gathers or transforms whole (kc_call.axis0_whole) */
+#define NS_PER_WHOLE_ELEMENT 0.5
 
 static double ns_per_mac(int kernel) {
     switch (kernel) {
@@ -116,8 +125,10 @@ static int root_of(const kc_graph *g, int v) {
 
 /* The share of a call's work the busiest stream gets along axis. */
 static double busiest_share(const kc_call *c, uint32_t axis, int P) {
-    if (c->extents[axis] == 0) return 1.0;
-    return (double)largest_tile(c->extents[axis], c->granules[axis], P) / c->extents[axis];
+    uint32_t e = c->extents[axis], q = c->granules[axis];
+    if (e == 0) return 1.0;
+    double whole = c->whole_granules & (1u << axis) ? (double)((e + q - 1) / q) * q : e;
+    return (double)largest_tile(e, q, P) / whole;
 }
 
 /* A call's read or write of an arena value, as the model sees it. */
@@ -165,6 +176,8 @@ static int model_init(sched_model *m, const kc_graph *g, const kc_program *p, in
                 t *= 1.0 + 3.5 * fP / (c->extents[1] > 0 ? c->extents[1] : 1);
             m->own_cost[ci][a] = t;
         }
+        /* a tile along axis 0 does all of that work where one along axis 1 does its share */
+        m->own_cost[ci][0] += NS_PER_WHOLE_ELEMENT * c->axis0_whole * (fP - 1) / fP;
         for (int k = 0; k < c->n_fixups; k++) {
             const kc_fixup *f = &c->fixups[k];
             if (f->value < 0) continue;
@@ -224,9 +237,18 @@ static double program_cost(sched_model *m, const uint8_t *axis) {
     return total;
 }
 
+/* Whether call c's tiles along axis 0 may run on P streams at once: every scratch they each
+ * write whole has a copy for every stream. */
+static int axis0_fits(const kc_call *c, int P) {
+    for (int k = 0; k < c->n_fixups; k++)
+        if (c->fixups[k].copies > 0 && c->fixups[k].copies < P) return 0;
+    return 1;
+}
+
 /* Whether call c may take either axis. */
-static int has_choice(const kc_call *c) {
-    return kann_kernels[c->kernel].n_tile_axes > 1 && c->extents[0] > 0 && c->extents[1] > 0;
+static int has_choice(const kc_call *c, int P) {
+    return kann_kernels[c->kernel].n_tile_axes > 1 && c->extents[0] > 0 && c->extents[1] > 0 &&
+           axis0_fits(c, P);
 }
 
 /* Longest run of consecutive calls the search sets to one axis at once, and the work (calls
@@ -241,7 +263,7 @@ static void choose_axes(const kc_graph *g, const kc_program *p, int P, uint8_t *
         axis[ci] = 0;
         if (kann_kernels[c->kernel].n_tile_axes > 1 && c->extents[1] > 0) {
             double r0 = busiest_share(c, 0, P), r1 = busiest_share(c, 1, P);
-            if (c->extents[0] == 0 || r1 < r0) axis[ci] = 1;
+            if (c->extents[0] == 0 || r1 < r0 || !axis0_fits(c, P)) axis[ci] = 1;
         }
     }
     if (P < 2 || !g || g->n_values == 0 || p->n_calls == 0) return;
@@ -254,13 +276,13 @@ static void choose_axes(const kc_graph *g, const kc_program *p, int P, uint8_t *
     for (int round = 0; round < 4 && spent < SEARCH_BUDGET; round++) {
         int improved = 0;
         for (int i = 0; i < p->n_calls; i++) {
-            if (!has_choice(&p->calls[i])) continue;
+            if (!has_choice(&p->calls[i], P)) continue;
             for (int len = 1; len <= MAX_RUN && i + len <= p->n_calls; len++) {
                 for (uint8_t to = 0; to < 2; to++) {
                     memcpy(trial, axis, (size_t)p->n_calls);
                     int changed = 0;
                     for (int j = i; j < i + len; j++)
-                        if (has_choice(&p->calls[j]) && trial[j] != to) {
+                        if (has_choice(&p->calls[j], P) && trial[j] != to) {
                             trial[j] = to;
                             changed = 1;
                         }
@@ -327,6 +349,32 @@ int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, k
     free(caps);
     free(axes);
     return 0;
+}
+
+int64_t kc_schedule_trim_scratch(kc_graph *g, kc_program *p, const kc_schedule *s) {
+    /* per call: the streams holding a tile of it along axis 0 */
+    int *along0 = calloc((size_t)p->n_calls + 1, sizeof(int));
+    if (!along0) abort();
+    for (int st = 0; st < s->n_streams; st++)
+        for (int r = 0; r < s->counts[st]; r++) {
+            const kc_tile_record *t = &s->streams[st][r];
+            if (t->call >= 0 && t->axis == 0 && t->end > t->begin) along0[t->call]++;
+        }
+    int64_t saved = 0;
+    for (int ci = 0; ci < p->n_calls; ci++) {
+        if (along0[ci] > 1) continue;
+        for (int k = 0; k < p->calls[ci].n_fixups; k++) {
+            kc_fixup *f = &p->calls[ci].fixups[k];
+            if (f->copies <= 1) continue;
+            kc_value *v = &g->values[f->value];
+            int64_t one = v->dims[0] / f->copies;
+            saved += (v->dims[0] - one) * (int64_t)kc_dtype_size(v->dtype);
+            v->dims[0] = one;
+            f->copies = 1;
+        }
+    }
+    free(along0);
+    return saved;
 }
 
 void kc_schedule_free(kc_schedule *s) {

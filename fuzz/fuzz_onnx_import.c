@@ -86,6 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (kc_lower(g, &prog, &d)) goto done;
     if (kc_schedule_program(g, &prog, cores, &sched, &d)) goto done;
     kc_schedule_merge_phases(g, &prog, &sched);
+    kc_schedule_trim_scratch(g, &prog, &sched);
     if (kc_plan_memory(g, &prog, &plan, &d)) goto done;
     if (plan.arena_size > FUZZ_MAX_MODEL_BYTES || plan.const_size > FUZZ_MAX_MODEL_BYTES) goto done;
     kc_emit_options eo = {"fuzz.onnx", "0", ""};

@@ -238,8 +238,8 @@ typedef struct kann_copy_args {
  * A pointwise conv (1x1, stride 1, no padding, same size: see kann_conv2d_packed_pointwise)
  * reads x as B directly and has no scratch. Any other gathers B into scratch: K floats per
  * output pixel rounded up to KANN_CONV_PIXEL_GRANULE, of which a tile writes only the part
- * from begin * K up to round_up(end) * K (axis 1), so tiles of different streams never share
- * scratch bytes (the layout inside is private to the variant).
+ * from begin * K up to round_up(end) * K (axis 1) or, along axis 0, all of it: the compiler
+ * gives each stream a scratch of its own (the layout inside is private to the variant).
  * Tile axes: 0 = output channels m (begin a multiple of KANN_CONV_PANEL), 1 = output pixels p
  * (begin a multiple of KANN_CONV_PIXEL_GRANULE). */
 #define KANN_CONV_PANEL 12
@@ -271,8 +271,8 @@ typedef struct kann_conv2d_packed_args {
  * KANN_CONV_PANEL output channels: u[((pos * panels + m / 12) * c_in + c) * 12 + m % 12],
  * channels past c_out zero. scratch holds the transformed input tiles: P * c_in floats per
  * tile, T rounded up to KANN_CONV_PIXEL_GRANULE tiles, of which a tile writes only the part
- * of its own tiles (axis 1); a split along axis 0 would make streams write the same scratch
- * bytes, so the compiler splits along tiles only (the layout inside is private to the variant).
+ * of its own tiles (axis 1) or, along axis 0, all of it: the compiler gives each stream a
+ * scratch of its own (the layout inside is private to the variant).
  * Tile axes: 0 = output channels (begin a multiple of KANN_CONV_PANEL), 1 = output tiles t
  * (begin a multiple of KANN_CONV_PIXEL_GRANULE). */
 typedef enum kann_wino_transform {

@@ -19,7 +19,8 @@ static void gemm_ref(const float *u, const float *v, size_t c_in, size_t n, floa
 }
 
 void kann_f32_conv2d_winograd_ref(const void *args, const kann_exec *ex) {
-    kann_conv2d_winograd_drive(args, ex, kann_wino_input_block, gemm_ref, kann_wino_output_block);
+    kann_conv2d_winograd_drive(args, ex, kann_wino_input_block, gemm_ref, kann_wino_output_block,
+                               0);
 }
 
 kann_status kann_conv2d_winograd_validate(const void *args, const kann_bounds *b, kann_error *err) {

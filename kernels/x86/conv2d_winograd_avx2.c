@@ -24,5 +24,5 @@ static void gemm_12x8x4(const float *u, const float *v, size_t c_in, size_t n, f
 
 void kann_f32_conv2d_winograd_avx2(const void *args, const kann_exec *ex) {
     kann_conv2d_winograd_drive(args, ex, kann_wino_input_block, gemm_12x8x4,
-                               kann_wino_output_block);
+                               kann_wino_output_block, 1);
 }

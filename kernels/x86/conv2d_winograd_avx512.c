@@ -549,5 +549,5 @@ static __attribute__((noinline)) void output_block(const kann_conv2d_winograd_ar
 }
 
 void kann_f32_conv2d_winograd_avx512(const void *args, const kann_exec *ex) {
-    kann_conv2d_winograd_drive(args, ex, input_block, gemm_12x32, output_block);
+    kann_conv2d_winograd_drive(args, ex, input_block, gemm_12x32, output_block, 1);
 }

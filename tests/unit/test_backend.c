@@ -333,6 +333,90 @@ static void test_schedule_cost_model(void **state) {
     kc_graph_free(g);
 }
 
+/* Two stride-2 3x3 convs that gather their windows into a scratch: 128 -> 256 channels over
+ * 14x14 outputs (196 pixels: 128 + 68 along pixels, 132 + 124 channels along channels), then
+ * 256 -> 8 over 7x7 (one panel of channels). */
+static kc_graph *strided_graph(void) {
+    static float w_deep[256 * 128 * 9], w_narrow[8 * 256 * 9];
+    kc_graph *g = kc_graph_new();
+    g->opsets = kc_alloc(g, sizeof(kc_opset));
+    g->opsets[0] = (kc_opset){"", 13};
+    g->n_opsets = 1;
+    int x = pg_input(g, pg_value(g, "x", 4, 1, 128, 28, 28));
+    int deep = kc_add_value(g, "deep"), y = kc_add_value(g, "y");
+    add_conv(g, x, deep, 256, 128, 3, 1, w_deep);
+    add_conv(g, deep, y, 8, 256, 3, 1, w_narrow);
+    for (int i = 0; i < g->n_nodes; i++) {
+        kc_attr *strides = kc_node_add_attr(g, i, "strides", KC_ATTR_INTS);
+        strides->n = 2;
+        strides->ints = kc_alloc(g, 2 * sizeof(int64_t));
+        strides->ints[0] = strides->ints[1] = 2;
+    }
+    pg_output(g, y);
+    return g;
+}
+
+/* A conv's gathered windows are a scratch each tile along output channels writes whole: lowered
+ * for two streams, every stream has a copy, and the deep conv splits along channels (its
+ * pixels balance badly) on the copies; the narrow conv's tiles stay on pixels, writing parts of
+ * one copy, and the other is dropped. Lowered for one stream, no call may split along channels
+ * on two. Every such program computes what one stream does. */
+static void test_schedule_private_scratch(void **state) {
+    (void)state;
+    enum { X = 128 * 28 * 28, Y = 8 * 7 * 7 };
+    static float x[X], y[3][Y];
+    unsigned seed = 5;
+    for (int i = 0; i < X; i++) x[i] = frand(&seed);
+    for (int variant = 0; variant < 3; variant++) {
+        /* 0: one stream; 1: lowered and scheduled for two; 2: lowered for one, two streams */
+        int P = variant ? 2 : 1;
+        kc_graph *g = strided_graph();
+        kc_diag d;
+        kc_diag_init(&d, "net", stderr);
+        kc_stats st = {0};
+        kc_program prog = {0};
+        kc_schedule sched = {0};
+        kc_plan plan = {0};
+        prog.streams = variant == 1 ? 2 : 1;
+        assert_int_equal(middle(g, &d, &st), 0);
+        assert_int_equal(kc_lower(g, &prog, &d), 0);
+        assert_int_equal(prog.n_calls, 2);
+        assert_int_equal(kc_schedule_program(g, &prog, P, &sched, &d), 0);
+        kc_schedule_merge_phases(g, &prog, &sched);
+        int64_t one_copy[2];
+        for (int ci = 0; ci < 2; ci++) {
+            const kc_fixup *f = &prog.calls[ci].fixups[prog.calls[ci].n_fixups - 1];
+            assert_int_equal(f->copies, prog.streams);
+            one_copy[ci] = g->values[f->value].dims[0] / f->copies;
+        }
+        int64_t saved = kc_schedule_trim_scratch(g, &prog, &sched);
+        for (int ci = 0; ci < 2; ci++) {
+            const kc_call *c = &prog.calls[ci];
+            const kann_conv2d_packed_args *a = c->args;
+            const kc_fixup *f = &c->fixups[c->n_fixups - 1];
+            uint32_t axis = tile_axis(&sched, ci);
+            if (variant == 1 && a->c_out == 256) {
+                assert_int_equal(axis, 0);
+                assert_int_equal(f->copies, 2);
+                assert_int_equal(g->values[f->value].dims[0], 2 * one_copy[ci]);
+            } else {
+                if (P == 2) assert_int_equal(axis, 1);
+                assert_int_equal(f->copies, 1);
+                assert_int_equal(g->values[f->value].dims[0], one_copy[ci]);
+            }
+        }
+        assert_int_equal(saved, variant == 1 ? one_copy[1] * 4 : 0);
+        assert_int_equal(kc_plan_memory(g, &prog, &plan, &d), 0);
+        kann_tensor out;
+        emit_load_run(g, &prog, &sched, &plan, P, x, sizeof x, y[variant], sizeof y[variant], &out);
+        for (int i = 0; i < Y; i++)
+            assert_true(fabsf(y[variant][i] - y[0][i]) <= 1e-5f * (1 + fabsf(y[0][i])));
+        kc_schedule_free(&sched);
+        kc_program_free(&prog);
+        kc_graph_free(g);
+    }
+}
+
 /* A fire module: squeeze 1x1 (16 channels, 12x12); a 1x1 and a 3x3 branch into one Concat;
  * a 1x1 after it. */
 static kc_graph *fire_graph(void) {
@@ -530,6 +614,7 @@ int main(void) {
         cmocka_unit_test(test_schedule_tiles_partition_each_call),
         cmocka_unit_test(test_schedule_cost_model),
         cmocka_unit_test(test_schedule_merges_independent_phases),
+        cmocka_unit_test(test_schedule_private_scratch),
         cmocka_unit_test(test_plan_never_overlaps_live_buffers),
         cmocka_unit_test(test_lower_reports_every_problem),
     };
