@@ -21,3 +21,38 @@ const kann_kernel_info kann_kernels[KANN_KERNEL_COUNT] = {
     _Static_assert(offsetof(kann_##family##_args, tile) == 0, #family " args tile first");
 #include "families.def"
 #undef KANN_FAMILY
+
+uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *work) {
+    const kann_tile *t = args;
+    double share = t->end > t->begin ? (double)(t->end - t->begin) : 0.0;
+    *work = 0.0;
+    switch (kernel) {
+    case KANN_KERNEL_F32_CONV2D_PACKED: {
+        /* the pointwise and wide paths read x in place; a gathering conv has a scratch. The
+         * wide path's pixel blocks start at the tile's first pixel, and where they end
+         * changes how its sums round: it is cut along output channels only. */
+        const kann_conv2d_packed_args *a = args;
+        if (a->scratch.space != KANN_SPACE_NONE) return 0;
+        if (t->axis == 1 && !(a->k_h == 1 && a->k_w == 1 && a->stride_h == 1 && a->stride_w == 1))
+            return 0;
+        double k = (double)a->c_in * a->k_h * a->k_w, hw = (double)a->h_out * a->w_out;
+        *work = share * k * (t->axis == 0 ? hw : (double)a->c_out);
+        return t->axis == 0 ? KANN_CONV_PANEL : KANN_CONV_PIXEL_GRANULE;
+    }
+    case KANN_KERNEL_F32_DWCONV2D: {
+        /* channels in 16-lane groups, or output rows */
+        const kann_conv2d_args *a = args;
+        double taps = (double)a->k_h * a->k_w;
+        double per = t->axis == 0 ? (double)a->h_out * a->w_out : (double)a->w_out * a->c_out;
+        *work = share * taps * per;
+        return t->axis == 0 ? 16 : 1;
+    }
+    case KANN_KERNEL_F32_POOL2D: {
+        const kann_pool2d_args *a = args;
+        *work = share * a->h_out * a->w_out * a->k_h * a->k_w;
+        return 1; /* planes */
+    }
+    default:
+        return 0;
+    }
+}

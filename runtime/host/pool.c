@@ -3,8 +3,11 @@
  * streams first (a contiguous block; with as many streams as threads, thread t takes stream t,
  * the core whose data the compiler planned it for), then any segment of the phase nobody has
  * started. A thread the host has descheduled, or one still waking up, no longer stalls the
- * others: they take its segments. The next phase starts when every segment of this one is done
- * (a spin, then a futex). */
+ * others: they take its segments. A large record of a kernel whose parts compute the bits the
+ * whole does is run in parts, and a thread with nothing left in the phase runs parts of a
+ * record another thread is running: a core the host slows no longer holds the phase for all of
+ * its segment. The next phase starts when every segment of this one is done (a spin, then a
+ * futex). */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <pthread.h>
@@ -26,6 +29,28 @@
  * where spinning only delays the threads it waits for. */
 #define SPIN_WAIT 4000
 #define SPIN_IDLE 8000
+
+/* The parts a shared record is cut into, and the least work (multiply-adds, or elements
+ * compared) of a part: cutting a small record costs more than it saves (each part reads the
+ * layer's input or weights again; mobilenet_v2 took 4 % longer with every record cut). */
+#define SHARE_PARTS 4
+#define SHARE_MIN_PART 1e6
+
+/* The record a segment's thread is running, offered in parts to threads that have run out of
+ * work in the phase: a slow or preempted core's segment no longer holds the others up for
+ * all of its length. `word` is id << 32 | next << 16 | end: parts [next, end) are left, the
+ * owner takes them from next up, helpers from end down (a compare-and-swap on word each). Ids
+ * only grow, so a word never comes back: a helper whose swap succeeds read the fields of the
+ * record it takes a part of (they are written after word leaves the old id and before it takes
+ * the new one, seqlock-style). Helpers count the parts they ran in `done`; the owner waits
+ * for its count (`expected`, its own field) before the segment counts as finished. */
+typedef struct share {
+    _Atomic uint64_t word;
+    _Atomic uint32_t done;
+    uint32_t expected;
+    kann_session *_Atomic session;
+    _Atomic uint32_t record, begin, end, granule, units, parts;
+} share;
 
 typedef struct worker {
     kann_host_pool *pool;
@@ -73,6 +98,9 @@ struct kann_host_pool {
     _Atomic uint32_t claims[KANN_MAX_STREAMS];
     _Atomic uint32_t segments_done;
     _Atomic uint32_t done_sleepers;
+
+    share shares[KANN_MAX_STREAMS];
+    _Atomic uint32_t next_share_id;
 };
 
 static inline void cpu_relax(void) {
@@ -127,11 +155,53 @@ static inline int reached(uint32_t v, uint32_t target) {
     return (int32_t)(v - target) >= 0;
 }
 
-/* Waits until segments_done reaches target; the same sleeper protocol as wait_change. */
-static void wait_done(kann_host_pool *p, uint32_t target) {
+/* Part i of the n a share's tile [begin, end) is cut into: whole granules, the last up to
+ * end. */
+static void part_range(uint32_t begin, uint32_t end, uint32_t granule, uint32_t units, uint32_t n,
+                       uint32_t i, uint32_t *lo, uint32_t *hi) {
+    *lo = begin + (uint32_t)((uint64_t)units * i / n) * granule;
+    *hi = i + 1 == n ? end : begin + (uint32_t)((uint64_t)units * (i + 1) / n) * granule;
+}
+
+/* Runs one part of stream i's shared record, if one is left; 1 if it did. */
+static int help(kann_host_pool *p, uint32_t i) {
+    share *sh = &p->shares[i];
+    uint64_t w = atomic_load_explicit(&sh->word, memory_order_acquire);
+    uint32_t next = (uint32_t)(w >> 16) & 0xffff, end_part = (uint32_t)w & 0xffff;
+    if (next >= end_part) return 0;
+    kann_session *session = atomic_load_explicit(&sh->session, memory_order_relaxed);
+    uint32_t record = atomic_load_explicit(&sh->record, memory_order_relaxed);
+    uint32_t begin = atomic_load_explicit(&sh->begin, memory_order_relaxed);
+    uint32_t end = atomic_load_explicit(&sh->end, memory_order_relaxed);
+    uint32_t granule = atomic_load_explicit(&sh->granule, memory_order_relaxed);
+    uint32_t units = atomic_load_explicit(&sh->units, memory_order_relaxed);
+    uint32_t n = atomic_load_explicit(&sh->parts, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    uint64_t taken = (w & ~(uint64_t)0xffff) | (end_part - 1);
+    if (!atomic_compare_exchange_strong(&sh->word, &w, taken)) return 0;
+    uint32_t lo, hi;
+    part_range(begin, end, granule, units, n, end_part - 1, &lo, &hi);
+    kann_session_run_part(session, record, lo, hi);
+    atomic_fetch_add_explicit(&sh->done, 1, memory_order_release);
+    return 1;
+}
+
+/* Runs a part of any stream's shared record; 1 if it did. */
+static int help_any(kann_host_pool *p, uint32_t n_streams) {
+    for (uint32_t i = 0; i < n_streams; i++)
+        if (help(p, i)) return 1;
+    return 0;
+}
+
+/* Waits until segments_done reaches target, meanwhile running parts of the records other
+ * threads share; the same sleeper protocol as wait_change. */
+static void wait_done(kann_host_pool *p, uint32_t target, uint32_t n_streams) {
     for (uint32_t i = 0; i < p->spins_wait; i++) {
         if (reached(atomic_load_explicit(&p->segments_done, memory_order_acquire), target)) return;
-        cpu_relax();
+        if (help_any(p, n_streams))
+            i = 0;
+        else
+            cpu_relax();
     }
     for (;;) {
         uint32_t v = atomic_load(&p->segments_done);
@@ -142,6 +212,60 @@ static void wait_done(kann_host_pool *p, uint32_t target) {
     }
 }
 
+/* Runs stream i's records from cursor up to the phase's barrier, offering each record that
+ * may be cut into parts (kann_model_record_parts) to the other threads, and returns once the
+ * parts they took are done. */
+static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32_t cursor) {
+    const kann_model *m = j->session->model;
+    share *sh = &p->shares[i];
+    for (;; cursor++) {
+        uint32_t kernel, args_size;
+        const void *args;
+        if (kann_model_record(m, cursor, &kernel, &args, &args_size) != KANN_OK ||
+            kernel == 0) /* the barrier ending the phase */
+            break;
+        double work;
+        uint32_t begin, end, granule = kann_model_record_parts(m, cursor, &begin, &end, &work);
+        uint32_t units = 0, n = 0;
+        if (granule) {
+            units = (end - begin + granule - 1) / granule;
+            n = units < SHARE_PARTS ? units : SHARE_PARTS;
+            if (work < n * SHARE_MIN_PART) n = (uint32_t)(work / SHARE_MIN_PART);
+        }
+        if (n < 2) {
+            kann_session_run_part(j->session, cursor, begin, end);
+            continue;
+        }
+        uint64_t id = atomic_fetch_add_explicit(&p->next_share_id, 1, memory_order_relaxed) + 1u;
+        /* closed (no part left) while the fields change, then open with its new id */
+        atomic_store_explicit(&sh->word, id << 32, memory_order_relaxed);
+        atomic_thread_fence(memory_order_release);
+        atomic_store_explicit(&sh->session, j->session, memory_order_relaxed);
+        atomic_store_explicit(&sh->record, cursor, memory_order_relaxed);
+        atomic_store_explicit(&sh->begin, begin, memory_order_relaxed);
+        atomic_store_explicit(&sh->end, end, memory_order_relaxed);
+        atomic_store_explicit(&sh->granule, granule, memory_order_relaxed);
+        atomic_store_explicit(&sh->units, units, memory_order_relaxed);
+        atomic_store_explicit(&sh->parts, n, memory_order_relaxed);
+        atomic_store_explicit(&sh->word, id << 32 | n, memory_order_release);
+        uint32_t own = 0;
+        for (;;) {
+            uint64_t w = atomic_load_explicit(&sh->word, memory_order_relaxed);
+            uint32_t next = (uint32_t)(w >> 16) & 0xffff, end_part = (uint32_t)w & 0xffff;
+            if (next >= end_part) break;
+            uint64_t taken = (w >> 32) << 32 | (uint64_t)(next + 1) << 16 | end_part;
+            if (!atomic_compare_exchange_weak(&sh->word, &w, taken)) continue;
+            uint32_t lo, hi;
+            part_range(begin, end, granule, units, n, next, &lo, &hi);
+            kann_session_run_part(j->session, cursor, lo, hi);
+            own++;
+        }
+        sh->expected += n - own;
+    }
+    while (atomic_load_explicit(&sh->done, memory_order_acquire) != sh->expected)
+        cpu_relax();
+}
+
 /* Claims segment (stream, phase) of job j and runs it; 0 if another thread had claimed it or
  * j is a finished run (a stale copy). */
 static int claim_and_run(kann_host_pool *p, const pool_job *j, uint32_t stream, uint32_t phase) {
@@ -150,8 +274,7 @@ static int claim_and_run(kann_host_pool *p, const pool_job *j, uint32_t stream, 
         !atomic_compare_exchange_strong(&p->claims[stream], &want, want + 1))
         return 0;
     /* A claim only succeeds during its own run: the job and the session are live. */
-    uint32_t cursor = j->starts[(size_t)phase * j->n_streams + stream];
-    kann_session_run_phase(j->session, &cursor);
+    run_segment(p, j, stream, j->starts[(size_t)phase * j->n_streams + stream]);
     uint32_t target = j->done_base + (phase + 1) * j->n_streams;
     if (atomic_fetch_add(&p->segments_done, 1) + 1 == target && atomic_load(&p->done_sleepers))
         wake_all(&p->segments_done);
@@ -171,7 +294,7 @@ static void pool_walk(kann_host_pool *p, const pool_job *j, uint32_t t) {
             claim_and_run(p, j, i, phase);
         for (uint32_t i = S; i-- > 0;)
             if (i < own_begin || i >= own_end) claim_and_run(p, j, i, phase);
-        if (t == 0 || phase + 1 < j->n_phases) wait_done(p, j->done_base + (phase + 1) * S);
+        if (t == 0 || phase + 1 < j->n_phases) wait_done(p, j->done_base + (phase + 1) * S, S);
     }
 }
 

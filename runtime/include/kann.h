@@ -180,6 +180,17 @@ kann_status kann_session_run_phase(kann_session *s, uint32_t *cursor);
 /* The record after the barrier that ends the phase holding record cursor (cursor itself when it
  * is not a record of the model): a stream's next phase, without running this one. */
 uint32_t kann_model_skip_phase(const kann_model *m, uint32_t cursor);
+/* For executors that share one record among threads: the granule g at which record r's tile
+ * [*begin, *end) may be cut into parts that run at the same time, each computing its outputs
+ * bit for bit as the whole record does; 0 when r runs only whole (a barrier, a kernel with a
+ * scratch, r not a record of the model). *work (may be NULL): the record's multiply-adds, or
+ * elements compared, when it may be cut (else 0). */
+uint32_t kann_model_record_parts(const kann_model *m, uint32_t r, uint32_t *begin, uint32_t *end,
+                                 double *work);
+/* Runs the part [begin, end) of record r's tile: the whole tile, or (g from
+ * kann_model_record_parts non-zero) begin = the tile's begin + i g and end the tile's end or its
+ * begin + j g, i < j. KANN_E_ARGUMENT (nothing run) for any other part or a barrier. */
+kann_status kann_session_run_part(kann_session *s, uint32_t r, uint32_t begin, uint32_t end);
 
 /* ---- static models (kann-c --emit c) -----------------------------------------------------
  * A model compiled to C source for firmware: its records hold kernel function pointers and

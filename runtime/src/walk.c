@@ -1,5 +1,7 @@
 /* The walker: runs a validated model's record streams phase by phase. kann_model_open proved
  * every record safe, so these loops do no checks at all. */
+#include <string.h>
+
 #include "kann_format.h"
 #include "kann_kernels.h"
 #include "kann_private.h"
@@ -64,4 +66,54 @@ uint32_t kann_model_skip_phase(const kann_model *m, uint32_t cursor) {
     while (r->kernel != KANN_KERNEL_BARRIER)
         r++;
     return (uint32_t)(r - (const kann_record *)m->records) + 1;
+}
+
+uint32_t kann_model_record_parts(const kann_model *m, uint32_t r, uint32_t *begin, uint32_t *end,
+                                 double *work) {
+    double w = 0.0;
+    if (begin) *begin = 0;
+    if (end) *end = 0;
+    if (work) *work = 0.0;
+    if (m == 0 || m->bytes == 0 || r >= m->n_records) return 0;
+    const kann_record *rec = (const kann_record *)m->records + r;
+    if (rec->kernel == KANN_KERNEL_BARRIER) return 0;
+    const void *args = m->args + rec->args_offset;
+    const kann_tile *t = args;
+    if (begin) *begin = t->begin;
+    if (end) *end = t->end;
+    uint32_t g = kann_kernel_part_granule(rec->kernel, args, &w);
+    if (work) *work = w;
+    return g;
+}
+
+/* The argument structs of the kernels kann_kernel_part_granule cuts. */
+typedef union part_args {
+    kann_conv2d_packed_args packed;
+    kann_dwconv2d_args dw;
+    kann_pool2d_args pool;
+} part_args;
+
+kann_status kann_session_run_part(kann_session *s, uint32_t r, uint32_t begin, uint32_t end) {
+    if (s == 0 || s->model == 0 || s->model->bytes == 0 || r >= s->model->n_records)
+        return KANN_E_ARGUMENT;
+    const kann_model *m = s->model;
+    const kann_record *rec = (const kann_record *)m->records + r;
+    if (rec->kernel == KANN_KERNEL_BARRIER) return KANN_E_ARGUMENT;
+    const void *args = m->args + rec->args_offset;
+    const kann_exec ex = {s->arena, m->consts};
+    uint32_t lo, hi, g = kann_model_record_parts(m, r, &lo, &hi, NULL);
+    if (begin == lo && end == hi) { /* the whole record */
+        m->kernels[rec->kernel](args, &ex);
+        return KANN_OK;
+    }
+    if (g == 0 || rec->args_size > sizeof(part_args) || begin < lo || begin >= end || end > hi ||
+        (begin - lo) % g != 0 || (end != hi && (end - lo) % g != 0))
+        return KANN_E_ARGUMENT;
+    part_args a;
+    memcpy(&a, args, rec->args_size);
+    kann_tile *t = (kann_tile *)&a;
+    t->begin = begin;
+    t->end = end;
+    m->kernels[rec->kernel](&a, &ex);
+    return KANN_OK;
 }

@@ -204,6 +204,86 @@ static void test_run_phase_segments(void **state) {
     kann_host_arena_free(seg_arena);
 }
 
+/* Records the pool shares among threads in parts (kann_model_record_parts): pooling over 64
+ * planes a stream, run on 2 threads, gives the bits one thread does, run after run; the same
+ * record run as parts through kann_session_run_part too; parts off the granule are refused. */
+static void test_pool_shares_records(void **state) {
+    (void)state;
+    size_t n;
+    void *raw = rt_model_maxpool2(&n);
+    void *bin = rt_copy(raw, n);
+    free(raw);
+    kann_model m;
+    kann_error e;
+    assert_int_equal(kann_model_open(&m, bin, n, &e), KANN_OK);
+    size_t arena_size = (size_t)kann_model_arena_size(&m);
+    kann_session ref, par, cut;
+    void *ref_arena = kann_host_arena_alloc(arena_size);
+    void *par_arena = kann_host_arena_alloc(arena_size);
+    void *cut_arena = kann_host_arena_alloc(arena_size);
+    assert_int_equal(kann_session_init(&ref, &m, ref_arena, arena_size, &e), KANN_OK);
+    assert_int_equal(kann_session_init(&par, &m, par_arena, arena_size, &e), KANN_OK);
+    assert_int_equal(kann_session_init(&cut, &m, cut_arena, arena_size, &e), KANN_OK);
+    enum { X = RT_POOL_PLANES * RT_POOL_IN * RT_POOL_IN };
+    const size_t y_bytes = (size_t)RT_POOL_PLANES * (RT_POOL_IN - 2) * (RT_POOL_IN - 2) * 4;
+    kann_tensor in[3], out[3];
+    kann_session *ss[3] = {&ref, &par, &cut};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(kann_session_input(ss[i], 0, &in[i]), KANN_OK);
+        assert_int_equal(kann_session_output(ss[i], 0, &out[i]), KANN_OK);
+    }
+    /* stream 0's record: 64 planes, granule 1, 64 * 62 * 62 * 9 compared elements */
+    uint32_t first, count, begin, end;
+    double work;
+    assert_int_equal(kann_model_stream(&m, 0, &first, &count), KANN_OK);
+    assert_int_equal(kann_model_record_parts(&m, first, &begin, &end, &work), 1);
+    assert_int_equal(begin, 0);
+    assert_int_equal(end, RT_POOL_PLANES / 2);
+    assert_true(work == 64.0 * 62 * 62 * 9);
+    assert_int_equal(kann_model_record_parts(&m, first + 1, &begin, &end, &work), 0); /* barrier */
+    kann_host_pool *pool = kann_host_pool_new(2, 0, &e);
+    assert_non_null(pool);
+    for (unsigned run = 0; run < 40; run++) {
+        unsigned seed = run;
+        for (int k = 0; k < X; k++) {
+            seed = seed * 1103515245u + 12345u;
+            float v = (float)((int)(seed >> 16 & 0xffff) - 32768) / 1024.0f;
+            ((float *)in[0].data)[k] = ((float *)in[1].data)[k] = ((float *)in[2].data)[k] = v;
+        }
+        assert_int_equal(kann_session_run(&ref, &e), KANN_OK);
+        assert_int_equal(kann_host_pool_run(pool, &par, &e), KANN_OK);
+        if (memcmp(out[0].data, out[1].data, y_bytes) != 0)
+            fail_msg("run %u: 2 threads differ from one", run);
+        if (run % 8 == 0) {
+            /* each stream's record as parts of 1 to 5 planes */
+            for (uint32_t st = 0; st < 2; st++) {
+                assert_int_equal(kann_model_stream(&m, st, &first, &count), KANN_OK);
+                assert_int_equal(kann_model_record_parts(&m, first, &begin, &end, &work), 1);
+                for (uint32_t lo = begin, hi; lo < end; lo = hi) {
+                    hi = lo + 1 + (lo + run) % 5;
+                    if (hi > end) hi = end;
+                    assert_int_equal(kann_session_run_part(&cut, first, lo, hi), KANN_OK);
+                }
+            }
+            assert_memory_equal(out[0].data, out[2].data, y_bytes);
+        }
+    }
+    /* whole tiles only where the tile is not the record's, past it, empty, or a barrier */
+    assert_int_equal(kann_model_stream(&m, 1, &first, &count), KANN_OK);
+    assert_int_equal(kann_session_run_part(&cut, first, 0, 64), KANN_E_ARGUMENT);
+    assert_int_equal(kann_session_run_part(&cut, first, 64, 129), KANN_E_ARGUMENT);
+    assert_int_equal(kann_session_run_part(&cut, first, 70, 70), KANN_E_ARGUMENT);
+    assert_int_equal(kann_session_run_part(&cut, first + 1, 0, 0), KANN_E_ARGUMENT);
+    assert_int_equal(kann_session_run_part(&cut, 1000, 0, 1), KANN_E_ARGUMENT);
+    assert_int_equal(kann_session_run_part(NULL, first, 64, 128), KANN_E_ARGUMENT);
+    assert_int_equal(kann_model_record_parts(&m, 1000, &begin, &end, NULL), 0);
+    kann_host_pool_free(pool);
+    kann_host_arena_free(ref_arena);
+    kann_host_arena_free(par_arena);
+    kann_host_arena_free(cut_arena);
+    free(bin);
+}
+
 static void test_pool_arguments(void **state) {
     (void)state;
     kann_error e;
@@ -221,6 +301,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_pool_matches_single_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pool_reuse_across_models, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_phase_segments, setup, teardown),
+        cmocka_unit_test(test_pool_shares_records),
         cmocka_unit_test(test_pool_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -267,3 +267,29 @@ kann_record *rt_records(void *bin, uint32_t *n) {
 kann_io_desc *rt_io_desc(void *bin, uint32_t i) {
     return (kann_io_desc *)(rt_section_bytes(bin, KANN_SECTION_IO) + sizeof(kann_io_header)) + i;
 }
+
+void *rt_model_maxpool2(size_t *size) {
+    enum { C = RT_POOL_PLANES, H = RT_POOL_IN, HO = RT_POOL_IN - 2 };
+    uint64_t x_bytes = (uint64_t)C * H * H * 4;
+    kbin_writer *w = new_writer(x_bytes + (uint64_t)C * HO * HO * 4);
+    uint32_t xd[4] = {1, C, H, H}, yd[4] = {1, C, HO, HO};
+    kbin_add_io(w, KANN_IO_INPUT, "x", KANN_DTYPE_F32, 4, xd, 0);
+    kbin_add_io(w, KANN_IO_OUTPUT, "y", KANN_DTYPE_F32, 4, yd, x_bytes);
+    for (uint32_t s = 0; s < 2; s++) {
+        kann_pool2d_args a;
+        memset(&a, 0, sizeof a);
+        a.tile.begin = s * C / 2;
+        a.tile.end = (s + 1) * C / 2;
+        a.x = arena_ref(0);
+        a.y = arena_ref(x_bytes);
+        a.kind = KANN_POOL_MAX;
+        a.planes = C;
+        a.h_in = a.w_in = H;
+        a.h_out = a.w_out = HO;
+        a.k_h = a.k_w = 3;
+        a.stride_h = a.stride_w = a.dil_h = a.dil_w = 1;
+        kbin_add_call(w, s, KANN_KERNEL_F32_POOL2D, "pool", &a, sizeof a);
+        kbin_add_barrier(w, s);
+    }
+    return finish(w, size);
+}

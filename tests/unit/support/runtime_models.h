@@ -25,6 +25,13 @@ void *rt_model_conv(size_t *size);
 void *rt_model_parallel(size_t *size);
 void rt_parallel_reference(const float *x, float *y);
 
+/* y = 3x3 max pool (stride 1, no padding) of x [1, RT_POOL_PLANES, RT_POOL_IN, RT_POOL_IN];
+ * two streams of one record each, half of the planes each: records large enough for the host
+ * pool to share them among threads in parts. */
+#define RT_POOL_PLANES 128
+#define RT_POOL_IN 64
+void *rt_model_maxpool2(size_t *size);
+
 /* A 64-byte-aligned malloc'd copy of n bytes, followed by at least 64 spare bytes (free() it). */
 void *rt_copy(const void *bytes, size_t n);
 

@@ -1,0 +1,229 @@
+/* Records cut into parts (kann_kernel_part_granule): for the pointwise and wide packed convs,
+ * the depthwise conv and pooling, every variant, a record's tile run as parts cut at random
+ * multiples of the granule writes the same bytes as the record run whole, and nothing outside
+ * its output; a conv that gathers into a scratch is not cut. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kann_kernels.h"
+#include "kernel_variants.h"
+#include "ref/conv2d_packed.h"
+#include "test_rng.h"
+
+static float *arena;
+static size_t arena_used;
+
+static kann_ref alloc_floats(size_t n) {
+    kann_ref r = {KANN_SPACE_ARENA, 0, arena_used * sizeof(float)};
+    arena_used += (n + 15) / 16 * 16;
+    return r;
+}
+
+static uint32_t rnd(uint32_t lo, uint32_t hi) {
+    return (uint32_t)rng_range(lo, hi);
+}
+
+/* Runs args whole with every variant of kernel, then as parts, and compares the arena. */
+static void check_parts(uint32_t kernel, void *args, size_t args_size, const char *what) {
+    kann_tile *t = args;
+    double work;
+    uint32_t g = kann_kernel_part_granule(kernel, args, &work);
+    assert_true(g > 0);
+    assert_true(work > 0.0);
+    kann_bounds bd = {arena_used * sizeof(float), arena_used * sizeof(float)};
+    kann_error err;
+    if (kann_kernels[kernel].validate(args, &bd, &err) != KANN_OK)
+        fail_msg("%s: %s", what, err.message);
+    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena};
+    size_t bytes = arena_used * sizeof(float);
+    float *start = malloc(bytes), *whole = malloc(bytes);
+    assert_non_null(start);
+    assert_non_null(whole);
+    memcpy(start, arena, bytes);
+    kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
+    int nv = kernel_variants((int)kernel, vs);
+    unsigned char part[1024];
+    assert_true(args_size <= sizeof part);
+    for (int v = 0; v < nv; v++) {
+        memcpy(arena, start, bytes);
+        vs[v].fn(args, &ex);
+        memcpy(whole, arena, bytes);
+        memcpy(arena, start, bytes);
+        /* parts of 1 to 3 granules, the last up to the tile's end */
+        uint32_t begin = t->begin;
+        while (begin < t->end) {
+            uint32_t end = begin + g * rnd(1, 3);
+            if (end > t->end) end = t->end;
+            memcpy(part, args, args_size);
+            ((kann_tile *)part)->begin = begin;
+            ((kann_tile *)part)->end = end;
+            if (kann_kernels[kernel].validate(part, &bd, &err) != KANN_OK)
+                fail_msg("%s part [%u, %u): %s", what, begin, end, err.message);
+            vs[v].fn(part, &ex);
+            begin = end;
+        }
+        if (memcmp(arena, whole, bytes) != 0) {
+            size_t i = 0;
+            while (memcmp(&arena[i], &whole[i], sizeof(float)) == 0)
+                i++;
+            fail_msg("%s (%s, axis %u, tile [%u, %u), granule %u): float %zu is %g in parts, %g "
+                     "whole",
+                     what, vs[v].isa, t->axis, t->begin, t->end, g, i, (double)arena[i],
+                     (double)whole[i]);
+        }
+    }
+    free(start);
+    free(whole);
+}
+
+static void fill_random(void) {
+    for (size_t i = 0; i < arena_used; i++)
+        arena[i] = rng_float(-1.0f, 1.0f);
+}
+
+/* A random tile of the axis: the whole extent, or a part starting on a multiple of align. */
+static kann_tile random_tile(uint32_t axis, uint32_t extent, uint32_t align) {
+    kann_tile t = {axis, 0, extent, 0};
+    if (rnd(0, 1)) {
+        t.begin = rnd(0, (extent - 1) / align) * align;
+        t.end = rnd(t.begin + 1, extent);
+    }
+    return t;
+}
+
+static void packed_case(int wide) {
+    kann_conv2d_packed_args a;
+    memset(&a, 0, sizeof a);
+    a.c_in = rnd(1, 40);
+    a.c_out = rnd(1, 40);
+    a.k_h = a.k_w = wide ? 3 : 1;
+    a.stride_h = a.stride_w = a.dil_h = a.dil_w = 1;
+    a.h_out = rnd(1, 12);
+    a.w_out = rnd(wide ? 6 : 1, 24);
+    a.h_in = a.h_out + a.k_h - 1;
+    a.w_in = a.w_out + a.k_w - 1;
+    a.act.kind = rnd(0, 1) ? KANN_ACT_RELU : KANN_ACT_NONE;
+    uint32_t K = a.c_in * a.k_h * a.k_w, hw = a.h_out * a.w_out;
+    uint32_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    arena = aligned_alloc(64, 64 * ((size_t)K * hw + (size_t)a.c_in * a.h_in * a.w_in +
+                                    (size_t)panels * KANN_CONV_PANEL * K +
+                                    3 * (size_t)a.c_out * hw + a.c_out + 256));
+    assert_non_null(arena);
+    arena_used = 0;
+    a.x = alloc_floats((size_t)a.c_in * a.h_in * a.w_in);
+    a.w = alloc_floats((size_t)panels * KANN_CONV_PANEL * K);
+    if (rnd(0, 1)) a.bias = alloc_floats(a.c_out);
+    if (rnd(0, 1)) a.residual = alloc_floats((size_t)a.c_out * hw);
+    a.y = alloc_floats((size_t)a.c_out * hw);
+    fill_random();
+    uint32_t axis = wide ? 0 : rnd(0, 1);
+    a.tile = axis == 0 ? random_tile(0, a.c_out, KANN_CONV_PANEL)
+                       : random_tile(1, hw, KANN_CONV_PIXEL_GRANULE);
+    assert_true(wide ? kann_conv2d_packed_wide(&a) : kann_conv2d_packed_pointwise(&a));
+    check_parts(KANN_KERNEL_F32_CONV2D_PACKED, &a, sizeof a, wide ? "wide conv" : "pointwise conv");
+    free(arena);
+}
+
+static void dw_case(void) {
+    kann_dwconv2d_args a;
+    memset(&a, 0, sizeof a);
+    uint32_t c = rnd(1, 70), s = rnd(1, 2);
+    a.n = 1;
+    a.c_in = a.c_out = a.group = c;
+    a.k_h = a.k_w = 3;
+    a.stride_h = a.stride_w = s;
+    a.dil_h = a.dil_w = 1;
+    a.pad_top = a.pad_left = 1;
+    a.h_in = rnd(2, 30);
+    a.w_in = rnd(2, 30);
+    a.h_out = (a.h_in + 2 - 3) / s + 1;
+    a.w_out = (a.w_in + 2 - 3) / s + 1;
+    a.act.kind = rnd(0, 1) ? KANN_ACT_RELU : KANN_ACT_NONE;
+    size_t in = (size_t)c * a.h_in * a.w_in, out = (size_t)c * a.h_out * a.w_out;
+    arena = aligned_alloc(64, 64 * (in + 9 * (size_t)c + c + 2 * out + 256));
+    assert_non_null(arena);
+    arena_used = 0;
+    a.x = alloc_floats(in);
+    a.w = alloc_floats(9 * (size_t)c);
+    if (rnd(0, 1)) a.bias = alloc_floats(c);
+    if (rnd(0, 1)) a.residual = alloc_floats(out);
+    a.y = alloc_floats(out);
+    fill_random();
+    uint32_t axis = rnd(0, 1);
+    a.tile = axis == 0 ? random_tile(0, c, 16) : random_tile(1, a.h_out, 1);
+    check_parts(KANN_KERNEL_F32_DWCONV2D, &a, sizeof a, "depthwise conv");
+    free(arena);
+}
+
+static void pool_case(void) {
+    kann_pool2d_args a;
+    memset(&a, 0, sizeof a);
+    a.kind = KANN_POOL_MAX;
+    a.planes = rnd(1, 40);
+    a.k_h = a.k_w = 3;
+    a.stride_h = a.stride_w = rnd(1, 2);
+    a.dil_h = a.dil_w = 1;
+    a.h_in = rnd(3, 30);
+    a.w_in = rnd(3, 30);
+    a.h_out = (a.h_in - 3) / a.stride_h + 1;
+    a.w_out = (a.w_in - 3) / a.stride_w + 1;
+    size_t in = (size_t)a.planes * a.h_in * a.w_in, out = (size_t)a.planes * a.h_out * a.w_out;
+    arena = aligned_alloc(64, 64 * (in + out + 64));
+    assert_non_null(arena);
+    arena_used = 0;
+    a.x = alloc_floats(in);
+    a.y = alloc_floats(out);
+    fill_random();
+    a.tile = random_tile(0, a.planes, 1);
+    check_parts(KANN_KERNEL_F32_POOL2D, &a, sizeof a, "max pool");
+    free(arena);
+}
+
+static void test_parts_match_whole(void **state) {
+    (void)state;
+    rng_state = 20261121;
+    for (int i = 0; i < 60; i++) {
+        packed_case(0);
+        packed_case(1);
+        dw_case();
+        pool_case();
+    }
+}
+
+/* A gathering conv (stride 2: im2col or phase planes in its scratch) runs only whole, and
+ * other kernels are not cut. */
+static void test_scratch_not_cut(void **state) {
+    (void)state;
+    kann_conv2d_packed_args a;
+    memset(&a, 0, sizeof a);
+    a.c_in = 8;
+    a.c_out = 16;
+    a.k_h = a.k_w = 3;
+    a.stride_h = a.stride_w = 2;
+    a.dil_h = a.dil_w = 1;
+    a.h_in = a.w_in = 9;
+    a.h_out = a.w_out = 4;
+    a.scratch = (kann_ref){KANN_SPACE_ARENA, 0, 0};
+    a.tile = (kann_tile){0, 0, 16, 0};
+    double work = 1.0;
+    assert_int_equal(kann_kernel_part_granule(KANN_KERNEL_F32_CONV2D_PACKED, &a, &work), 0);
+    assert_true(work == 0.0);
+    kann_matmul_args m;
+    memset(&m, 0, sizeof m);
+    assert_int_equal(kann_kernel_part_granule(KANN_KERNEL_F32_MATMUL, &m, &work), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parts_match_whole),
+        cmocka_unit_test(test_scratch_not_cut),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
