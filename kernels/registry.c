@@ -1,6 +1,7 @@
 /* The kernel table, generated from kernels.def and families.def: name, argument size, tile
  * axes, reference function and validator of every kernel id. */
 #include "kann_kernels.h"
+#include "ref/conv2d_packed.h"
 
 #define KANN_FAMILY(family, n_axes) enum { kann_axes_##family = n_axes };
 #include "families.def"
@@ -33,8 +34,7 @@ uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *wor
          * changes how its sums round: it is cut along output channels only. */
         const kann_conv2d_packed_args *a = args;
         if (a->scratch.space != KANN_SPACE_NONE) return 0;
-        if (t->axis == 1 && !(a->k_h == 1 && a->k_w == 1 && a->stride_h == 1 && a->stride_w == 1))
-            return 0;
+        if (t->axis == 1 && !kann_conv2d_packed_pointwise(a)) return 0;
         double k = (double)a->c_in * a->k_h * a->k_w, hw = (double)a->h_out * a->w_out;
         *work = share * k * (t->axis == 0 ? hw : (double)a->c_out);
         return t->axis == 0 ? KANN_CONV_PANEL : KANN_CONV_PIXEL_GRANULE;

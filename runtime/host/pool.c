@@ -49,8 +49,14 @@ typedef struct share {
     _Atomic uint32_t done;
     uint32_t expected;
     kann_session *_Atomic session;
-    _Atomic uint32_t record, begin, end, granule, units, parts;
+    _Atomic uint32_t record, begin, end, granule, parts;
 } share;
+
+/* The parts [*next, *end) a share's word leaves. */
+static inline void share_left(uint64_t word, uint32_t *next, uint32_t *end) {
+    *next = (uint32_t)(word >> 16) & 0xffff;
+    *end = (uint32_t)word & 0xffff;
+}
 
 typedef struct worker {
     kann_host_pool *pool;
@@ -157,8 +163,9 @@ static inline int reached(uint32_t v, uint32_t target) {
 
 /* Part i of the n a share's tile [begin, end) is cut into: whole granules, the last up to
  * end. */
-static void part_range(uint32_t begin, uint32_t end, uint32_t granule, uint32_t units, uint32_t n,
-                       uint32_t i, uint32_t *lo, uint32_t *hi) {
+static void part_range(uint32_t begin, uint32_t end, uint32_t granule, uint32_t n, uint32_t i,
+                       uint32_t *lo, uint32_t *hi) {
+    uint32_t units = (end - begin + granule - 1) / granule;
     *lo = begin + (uint32_t)((uint64_t)units * i / n) * granule;
     *hi = i + 1 == n ? end : begin + (uint32_t)((uint64_t)units * (i + 1) / n) * granule;
 }
@@ -167,20 +174,20 @@ static void part_range(uint32_t begin, uint32_t end, uint32_t granule, uint32_t 
 static int help(kann_host_pool *p, uint32_t i) {
     share *sh = &p->shares[i];
     uint64_t w = atomic_load_explicit(&sh->word, memory_order_acquire);
-    uint32_t next = (uint32_t)(w >> 16) & 0xffff, end_part = (uint32_t)w & 0xffff;
+    uint32_t next, end_part;
+    share_left(w, &next, &end_part);
     if (next >= end_part) return 0;
     kann_session *session = atomic_load_explicit(&sh->session, memory_order_relaxed);
     uint32_t record = atomic_load_explicit(&sh->record, memory_order_relaxed);
     uint32_t begin = atomic_load_explicit(&sh->begin, memory_order_relaxed);
     uint32_t end = atomic_load_explicit(&sh->end, memory_order_relaxed);
     uint32_t granule = atomic_load_explicit(&sh->granule, memory_order_relaxed);
-    uint32_t units = atomic_load_explicit(&sh->units, memory_order_relaxed);
     uint32_t n = atomic_load_explicit(&sh->parts, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     uint64_t taken = (w & ~(uint64_t)0xffff) | (end_part - 1);
     if (!atomic_compare_exchange_strong(&sh->word, &w, taken)) return 0;
     uint32_t lo, hi;
-    part_range(begin, end, granule, units, n, end_part - 1, &lo, &hi);
+    part_range(begin, end, granule, n, end_part - 1, &lo, &hi);
     kann_session_run_part(session, record, lo, hi);
     atomic_fetch_add_explicit(&sh->done, 1, memory_order_release);
     return 1;
@@ -226,9 +233,9 @@ static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32
             break;
         double work;
         uint32_t begin, end, granule = kann_model_record_parts(m, cursor, &begin, &end, &work);
-        uint32_t units = 0, n = 0;
+        uint32_t n = 0;
         if (granule) {
-            units = (end - begin + granule - 1) / granule;
+            uint32_t units = (end - begin + granule - 1) / granule;
             n = units < SHARE_PARTS ? units : SHARE_PARTS;
             if (work < n * SHARE_MIN_PART) n = (uint32_t)(work / SHARE_MIN_PART);
         }
@@ -245,18 +252,18 @@ static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32
         atomic_store_explicit(&sh->begin, begin, memory_order_relaxed);
         atomic_store_explicit(&sh->end, end, memory_order_relaxed);
         atomic_store_explicit(&sh->granule, granule, memory_order_relaxed);
-        atomic_store_explicit(&sh->units, units, memory_order_relaxed);
         atomic_store_explicit(&sh->parts, n, memory_order_relaxed);
         atomic_store_explicit(&sh->word, id << 32 | n, memory_order_release);
         uint32_t own = 0;
         for (;;) {
             uint64_t w = atomic_load_explicit(&sh->word, memory_order_relaxed);
-            uint32_t next = (uint32_t)(w >> 16) & 0xffff, end_part = (uint32_t)w & 0xffff;
+            uint32_t next, end_part;
+            share_left(w, &next, &end_part);
             if (next >= end_part) break;
             uint64_t taken = (w >> 32) << 32 | (uint64_t)(next + 1) << 16 | end_part;
             if (!atomic_compare_exchange_weak(&sh->word, &w, taken)) continue;
             uint32_t lo, hi;
-            part_range(begin, end, granule, units, n, next, &lo, &hi);
+            part_range(begin, end, granule, n, next, &lo, &hi);
             kann_session_run_part(j->session, cursor, lo, hi);
             own++;
         }

@@ -101,11 +101,14 @@ kann_status kann_session_run_part(kann_session *s, uint32_t r, uint32_t begin, u
     if (rec->kernel == KANN_KERNEL_BARRIER) return KANN_E_ARGUMENT;
     const void *args = m->args + rec->args_offset;
     const kann_exec ex = {s->arena, m->consts};
-    uint32_t lo, hi, g = kann_model_record_parts(m, r, &lo, &hi, NULL);
+    const kann_tile *tile = args;
+    uint32_t lo = tile->begin, hi = tile->end;
     if (begin == lo && end == hi) { /* the whole record */
         m->kernels[rec->kernel](args, &ex);
         return KANN_OK;
     }
+    double work;
+    uint32_t g = kann_kernel_part_granule(rec->kernel, args, &work);
     if (g == 0 || rec->args_size > sizeof(part_args) || begin < lo || begin >= end || end > hi ||
         (begin - lo) % g != 0 || (end != hi && (end - lo) % g != 0))
         return KANN_E_ARGUMENT;

@@ -19,16 +19,7 @@
 #include "kann_kernels.h"
 #include "kernel_variants.h"
 #include "ref/act.h"
-
-/* One arena of floats; the constants alias it. */
-static float *arena;
-static size_t arena_used;
-
-static kann_ref alloc_floats(size_t n) {
-    kann_ref r = {KANN_SPACE_ARENA, 0, arena_used * sizeof(float)};
-    arena_used += (n + 15) / 16 * 16;
-    return r;
-}
+#include "test_arena.h" /* one arena of floats; the constants alias it */
 
 static float *at(kann_ref r) {
     return arena + r.offset / sizeof(float);

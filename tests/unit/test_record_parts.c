@@ -15,16 +15,8 @@
 #include "kann_kernels.h"
 #include "kernel_variants.h"
 #include "ref/conv2d_packed.h"
+#include "test_arena.h"
 #include "test_rng.h"
-
-static float *arena;
-static size_t arena_used;
-
-static kann_ref alloc_floats(size_t n) {
-    kann_ref r = {KANN_SPACE_ARENA, 0, arena_used * sizeof(float)};
-    arena_used += (n + 15) / 16 * 16;
-    return r;
-}
 
 static uint32_t rnd(uint32_t lo, uint32_t hi) {
     return (uint32_t)rng_range(lo, hi);
