@@ -28,6 +28,8 @@ kc_call *kc_new_call(kc_graph *g, kc_program *p, int kernel, int node) {
     c->args_size = kann_kernels[kernel].args_size;
     c->args = kc_alloc(g, c->args_size);
     c->granules[0] = c->granules[1] = 1;
+    c->fixed_axis = -1;
+    c->stream = -1;
     return c;
 }
 

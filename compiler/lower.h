@@ -40,7 +40,15 @@ typedef struct kc_call {
     double axis0_whole;
     /* Bit a: a part of a granule along axis a costs the schedule as much as a whole one. */
     uint8_t whole_granules;
+    /* The tile axis the schedule must take (-1: its choice). */
+    int8_t fixed_axis;
+    /* >= 0: the call runs whole on this stream (a part of a sum whose terms the streams
+     * compute side by side, kc_lower_conv); -1: cut into tiles across the streams. */
+    int stream;
 } kc_call;
+
+/* Streams a pointwise conv may be summed across (lower_conv.c). */
+#define KC_MAX_SUM_STREAMS 8
 
 typedef struct kc_program {
     kc_call *calls;
@@ -82,6 +90,9 @@ int kc_lower(kc_graph *g, kc_program *p, kc_diag *d);
 /* 7. schedule (schedule.c): each call is cut into at most n_streams tiles, one per stream, along
  * the axis a cost model picks (balance, bytes read that another stream wrote, weights read by
  * every stream); a barrier ends every phase (one phase per call; see 7a). */
+/* The tiles of an axis of extent e and granule q on P streams: stream s gets [bounds[s],
+ * bounds[s + 1]), whole granules spread evenly (the first e/q % P streams one more). */
+void kc_spread(uint32_t e, uint32_t q, int P, uint32_t *bounds);
 int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, kc_schedule *s,
                         kc_diag *d);
 

@@ -19,6 +19,12 @@
  * ms a stream on 2 threads; its Winograd layers stay on tiles, where a block of 17 tiles costs
  * about what one of 32 does (their transforms take 16 tiles a vector).
  *
+ * A call lowered to run whole on one stream (kc_call.stream: a partial sum of a pointwise conv,
+ * lower_conv.c) takes no tiles: its record goes to that stream alone, and the other partials,
+ * on the other streams, share its phase once the barriers between them are merged away. A call
+ * may also hold the axis the lowering counted on (kc_call.fixed_axis: the depthwise conv whose
+ * channel tiles those partials read).
+ *
  * Afterwards (kc_schedule_merge_phases) the barrier between two calls goes where neither
  * writes a byte the other touches: the two branches of a fire module run in one phase, each
  * stream doing its tiles of both, so a stream that finishes one branch early starts on the
@@ -168,7 +174,9 @@ static int model_init(sched_model *m, const kc_graph *g, const kc_program *p, in
         int two = kann_kernels[c->kernel].n_tile_axes > 1;
         m->first[ci] = k_acc;
         for (uint32_t a = 0; a < 2; a++) {
-            double t = busiest_share(c, a, P) * c->macs * ns_per_mac(c->kernel);
+            /* a call on one stream runs beside the others of its phase: its work over P */
+            double share = c->stream >= 0 ? 1.0 / fP : busiest_share(c, a, P);
+            double t = share * c->macs * ns_per_mac(c->kernel);
             /* row tiles of a depthwise conv refill their window rows for every channel group
              * and pay it per row: on one thread two row tiles of a 28x28x192 layer (14 rows
              * each) took 1.25x its two channel tiles, those of a 56x56 one about the same */
@@ -231,7 +239,9 @@ static double program_cost(sched_model *m, const uint8_t *axis) {
         }
         for (int k = m->first[ci]; k < m->first[ci + 1]; k++)
             if (m->acc[k].write)
-                m->split[m->acc[k].root] = (!two || a == 0) ? SPLIT_LEAD : SPLIT_INNER;
+                m->split[m->acc[k].root] = p->calls[ci].stream >= 0 ? SPLIT_NONE
+                                           : (!two || a == 0)       ? SPLIT_LEAD
+                                                                    : SPLIT_INNER;
         total += t;
     }
     return total;
@@ -247,8 +257,8 @@ static int axis0_fits(const kc_call *c, int P) {
 
 /* Whether call c may take either axis. */
 static int has_choice(const kc_call *c, int P) {
-    return kann_kernels[c->kernel].n_tile_axes > 1 && c->extents[0] > 0 && c->extents[1] > 0 &&
-           axis0_fits(c, P);
+    return c->fixed_axis < 0 && c->stream < 0 && kann_kernels[c->kernel].n_tile_axes > 1 &&
+           c->extents[0] > 0 && c->extents[1] > 0 && axis0_fits(c, P);
 }
 
 /* Longest run of consecutive calls the search sets to one axis at once, and the work (calls
@@ -261,7 +271,9 @@ static void choose_axes(const kc_graph *g, const kc_program *p, int P, uint8_t *
     for (int ci = 0; ci < p->n_calls; ci++) {
         const kc_call *c = &p->calls[ci];
         axis[ci] = 0;
-        if (kann_kernels[c->kernel].n_tile_axes > 1 && c->extents[1] > 0) {
+        if (c->fixed_axis >= 0 || c->stream >= 0) {
+            axis[ci] = c->fixed_axis > 0 ? 1 : 0;
+        } else if (kann_kernels[c->kernel].n_tile_axes > 1 && c->extents[1] > 0) {
             double r0 = busiest_share(c, 0, P), r1 = busiest_share(c, 1, P);
             if (c->extents[0] == 0 || r1 < r0 || !axis0_fits(c, P)) axis[ci] = 1;
         }
@@ -303,6 +315,17 @@ static void choose_axes(const kc_graph *g, const kc_program *p, int P, uint8_t *
     model_free(&m);
 }
 
+void kc_spread(uint32_t e, uint32_t q, int P, uint32_t *bounds) {
+    uint32_t granules = (e + q - 1) / q, begin = 0;
+    bounds[0] = 0;
+    for (int st = 0; st < P; st++) {
+        uint32_t share = granules / (uint32_t)P + ((uint32_t)st < granules % (uint32_t)P);
+        uint32_t end = begin + share * q;
+        if (end > e) end = e;
+        bounds[st + 1] = begin = end;
+    }
+}
+
 int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, kc_schedule *s,
                         kc_diag *d) {
     if (n_streams < 1 || n_streams > 256) {
@@ -317,24 +340,23 @@ int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, k
     if (!s->streams || !s->counts || !caps) abort();
     const kc_tile_record barrier = {-1, 0, 0, 0};
     uint8_t *axes = malloc((size_t)p->n_calls + 1);
-    if (!axes) abort();
+    uint32_t *bounds = malloc(sizeof(uint32_t) * ((size_t)n_streams + 1));
+    if (!axes || !bounds) abort();
     choose_axes(g, p, n_streams, axes);
     for (int ci = 0; ci < p->n_calls; ci++) {
         const kc_call *c = &p->calls[ci];
         int axis = axes[ci];
         uint32_t e = c->extents[axis], q = c->granules[axis];
-        uint32_t granules = (e + q - 1) / q;
-        uint32_t begin = 0;
-        for (int st = 0; st < n_streams; st++) {
-            /* Spread the granules: the first (granules % P) streams get one more. */
-            uint32_t share = granules / (uint32_t)n_streams + ((uint32_t)st < granules % (uint32_t)n_streams);
-            uint32_t end = begin + share * q;
-            if (end > e) end = e;
-            if (end > begin || (st == 0 && e == 0)) {
-                kc_tile_record r = {ci, (uint32_t)axis, begin, end};
-                push(s, st, r, caps);
-            }
-            begin = end;
+        if (c->stream >= 0) { /* whole, on its stream */
+            kc_tile_record r = {ci, (uint32_t)axis, 0, e};
+            push(s, c->stream % n_streams, r, caps);
+        } else {
+            kc_spread(e, q, n_streams, bounds);
+            for (int st = 0; st < n_streams; st++)
+                if (bounds[st + 1] > bounds[st] || (st == 0 && e == 0)) {
+                    kc_tile_record r = {ci, (uint32_t)axis, bounds[st], bounds[st + 1]};
+                    push(s, st, r, caps);
+                }
         }
         /* With one stream no barrier is needed between calls: one phase in all. */
         if (n_streams > 1) {
@@ -348,6 +370,7 @@ int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, k
     }
     free(caps);
     free(axes);
+    free(bounds);
     return 0;
 }
 

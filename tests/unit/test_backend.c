@@ -523,6 +523,94 @@ static void test_schedule_merges_independent_phases(void **state) {
     }
 }
 
+/* An inverted-residual block over a 14x14 map: 1x1 32 -> 192, depthwise 3x3, 1x1 192 -> 32 plus
+ * the block's input. Lowered for P >= 2 streams, the last 1x1 becomes P partial sums, one per
+ * stream over the channels that stream's depthwise tile wrote (the depthwise conv held to its
+ * channel tiles), all in one phase, then P - 1 adds; it computes what one stream does. */
+static void test_schedule_summed_pointwise(void **state) {
+    (void)state;
+    enum { C = 32, E = 192, H = 14 };
+    static float w_e[E * C], w_d[E * 9], w_p[C * E], x[C * H * H], y[4][C * H * H];
+    unsigned seed = 9;
+    for (int i = 0; i < C * H * H; i++) x[i] = frand(&seed);
+    for (int P = 1; P <= 3; P++) {
+        kc_graph *g = kc_graph_new();
+        g->opsets = kc_alloc(g, sizeof(kc_opset));
+        g->opsets[0] = (kc_opset){"", 13};
+        g->n_opsets = 1;
+        int in = pg_input(g, pg_value(g, "x", 4, 1, C, H, H));
+        int e = kc_add_value(g, "e"), dv = kc_add_value(g, "d"), pr = kc_add_value(g, "pr");
+        int out = kc_add_value(g, "y");
+        add_conv(g, in, e, E, C, 1, 1, w_e);
+        add_conv(g, e, dv, E, E, 3, E, w_d);
+        add_conv(g, dv, pr, C, E, 1, 1, w_p);
+        pg_node(g, KC_OP_Add, 13, 2, (int[]){pr, in}, 1, (int[]){out});
+        pg_output(g, out);
+        kc_diag d;
+        kc_diag_init(&d, "net", stderr);
+        kc_stats st = {0};
+        kc_program prog = {0};
+        kc_schedule sched = {0};
+        kc_plan plan = {0};
+        prog.streams = P;
+        assert_int_equal(middle(g, &d, &st), 0);
+        assert_int_equal(kc_lower(g, &prog, &d), 0);
+        assert_int_equal(kc_schedule_program(g, &prog, P, &sched, &d), 0);
+        kc_schedule_merge_phases(g, &prog, &sched);
+        int dw = -1, parts = 0, adds = 0, first_part = -1;
+        uint32_t k_next = 0;
+        for (int ci = 0; ci < prog.n_calls; ci++) {
+            const kc_call *c = &prog.calls[ci];
+            if (c->kernel == KANN_KERNEL_F32_DWCONV2D) dw = ci;
+            if (c->kernel == KANN_KERNEL_F32_BINARY) {
+                assert_int_equal(c->stream, -1);
+                adds++;
+            }
+            if (c->stream < 0) continue;
+            /* a partial sum: whole on its stream, over the channels its depthwise tile wrote */
+            const kann_conv2d_packed_args *a = c->args;
+            assert_int_equal(c->kernel, KANN_KERNEL_F32_CONV2D_PACKED);
+            assert_int_equal(c->stream, parts);
+            assert_int_equal(c->fixups[0].byte_offset, (int64_t)k_next * H * H * 4);
+            int records = 0;
+            for (int s = 0; s < P; s++)
+                for (int r = 0; r < sched.counts[s]; r++)
+                    if (sched.streams[s][r].call == ci) {
+                        assert_int_equal(s, c->stream);
+                        assert_int_equal(sched.streams[s][r].end, C);
+                        records++;
+                    }
+            assert_int_equal(records, 1);
+            int found = 0;
+            for (int r = 0; r < sched.counts[c->stream]; r++) {
+                const kc_tile_record *t = &sched.streams[c->stream][r];
+                if (t->call != dw) continue;
+                assert_int_equal(t->axis, 0);
+                assert_int_equal(t->begin, k_next);
+                assert_int_equal(t->end, k_next + a->c_in);
+                found = 1;
+            }
+            assert_true(found);
+            if (first_part < 0) first_part = ci;
+            assert_int_equal(prog.phase_first[ci], first_part);
+            k_next += a->c_in;
+            parts++;
+        }
+        assert_int_equal(parts, P > 1 ? P : 0);
+        assert_int_equal(adds, P > 1 ? P - 1 : 0);
+        if (P > 1) assert_int_equal(k_next, E);
+        assert_int_equal(kc_plan_memory(g, &prog, &plan, &d), 0);
+        if (P > 1) expect_phases_independent(g, &prog);
+        kann_tensor meta;
+        emit_load_run(g, &prog, &sched, &plan, P, x, sizeof x, y[P], sizeof y[P], &meta);
+        for (int i = 0; i < C * H * H; i++)
+            assert_true(fabsf(y[P][i] - y[1][i]) <= 1e-5f * (1 + fabsf(y[1][i])));
+        kc_schedule_free(&sched);
+        kc_program_free(&prog);
+        kc_graph_free(g);
+    }
+}
+
 static void test_plan_never_overlaps_live_buffers(void **state) {
     (void)state;
     kc_graph *g = kc_graph_new();
@@ -615,6 +703,7 @@ int main(void) {
         cmocka_unit_test(test_schedule_cost_model),
         cmocka_unit_test(test_schedule_merges_independent_phases),
         cmocka_unit_test(test_schedule_private_scratch),
+        cmocka_unit_test(test_schedule_summed_pointwise),
         cmocka_unit_test(test_plan_never_overlaps_live_buffers),
         cmocka_unit_test(test_lower_reports_every_problem),
     };
