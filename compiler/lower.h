@@ -47,6 +47,9 @@ typedef struct kc_call {
     int stream;
 } kc_call;
 
+/* Streams a program may be scheduled on. */
+#define KC_MAX_STREAMS 256
+
 /* Streams a pointwise conv may be summed across (lower_conv.c). */
 #define KC_MAX_SUM_STREAMS 8
 
@@ -91,7 +94,10 @@ int kc_lower(kc_graph *g, kc_program *p, kc_diag *d);
  * the axis a cost model picks (balance, bytes read that another stream wrote, weights read by
  * every stream); a barrier ends every phase (one phase per call; see 7a). */
 /* The tiles of an axis of extent e and granule q on P streams: stream s gets [bounds[s],
- * bounds[s + 1]), whole granules spread evenly (the first e/q % P streams one more). */
+ * bounds[s + 1]), whole granules spread evenly. The last e/q % P streams get one more: the
+ * last granule may be a part of one, and a stream holding it should not also hold an extra
+ * whole one (a 14x14 map's 7 blocks of Winograd tiles: 3 and 3 + a block of 4, not 4 and
+ * 2 + the block of 4). */
 void kc_spread(uint32_t e, uint32_t q, int P, uint32_t *bounds);
 int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, kc_schedule *s,
                         kc_diag *d);

@@ -14,10 +14,12 @@
  *
  * A conv that gathers or transforms its input into a scratch (im2col, Winograd tiles) may split
  * along output channels too: every stream has its own copy of the scratch (kc_bind_scratch)
- * and gathers all of it, which the model counts (kc_call.axis0_whole). On resnet18's stride-2
- * 3x3 conv over 14x14 outputs (196 pixels: 128 + 68 along pixels) that took 0.54 against 0.60
- * ms a stream on 2 threads; its Winograd layers stay on tiles, where a block of 17 tiles costs
- * about what one of 32 does (their transforms take 16 tiles a vector).
+ * and gathers all of it, which the model counts (kc_call.axis0_whole). Where the pixels split
+ * badly that pays: a stride-2 3x3 conv over 10x10 outputs (64 + 36 pixels) goes along
+ * channels. Winograd layers stay on tiles, where a block of 17 tiles costs about what one of 32
+ * does (their transforms take 16 tiles a vector). Granules go out evenly, the extra ones to the
+ * last streams (kc_spread): the last granule may be short, and its stream should not also get
+ * an extra whole one (resnet18's 14x14 maps: 96 + 100 pixels, not 128 + 68).
  *
  * A call lowered to run whole on one stream (kc_call.stream: a partial sum of a pointwise conv,
  * lower_conv.c) takes no tiles: its record goes to that stream alone, and the other partials,
@@ -37,11 +39,18 @@
 #include "lower.h"
 #include "lower_internal.h"
 
-/* Tiles of axis with extent e and granule q over P streams: how unbalanced is it? The cost
- * is the largest tile, in granules. */
-static uint32_t largest_tile(uint32_t e, uint32_t q, int P) {
-    uint32_t granules = (e + q - 1) / q;
-    return (granules + (uint32_t)P - 1) / (uint32_t)P * q;
+/* Tiles of axis with extent e and granule q over P streams (kc_spread): how unbalanced is it?
+ * The cost is the largest tile, in elements, or where a part of a granule costs a whole one
+ * (whole), in whole granules. */
+static uint32_t largest_tile(uint32_t e, uint32_t q, int P, int whole) {
+    uint32_t bounds[KC_MAX_STREAMS + 1], most = 0;
+    kc_spread(e, q, P, bounds);
+    for (int st = 0; st < P; st++) {
+        uint32_t size = bounds[st + 1] - bounds[st];
+        if (whole) size = (size + q - 1) / q * q;
+        if (size > most) most = size;
+    }
+    return most;
 }
 
 static void push(kc_schedule *s, int stream, kc_tile_record r, int *caps) {
@@ -134,7 +143,7 @@ static double busiest_share(const kc_call *c, uint32_t axis, int P) {
     uint32_t e = c->extents[axis], q = c->granules[axis];
     if (e == 0) return 1.0;
     double whole = c->whole_granules & (1u << axis) ? (double)((e + q - 1) / q) * q : e;
-    return (double)largest_tile(e, q, P) / whole;
+    return (double)largest_tile(e, q, P, c->whole_granules & (1u << axis) ? 1 : 0) / whole;
 }
 
 /* A call's read or write of an arena value, as the model sees it. */
@@ -319,7 +328,8 @@ void kc_spread(uint32_t e, uint32_t q, int P, uint32_t *bounds) {
     uint32_t granules = (e + q - 1) / q, begin = 0;
     bounds[0] = 0;
     for (int st = 0; st < P; st++) {
-        uint32_t share = granules / (uint32_t)P + ((uint32_t)st < granules % (uint32_t)P);
+        uint32_t share = granules / (uint32_t)P +
+                         ((uint32_t)st >= (uint32_t)P - granules % (uint32_t)P);
         uint32_t end = begin + share * q;
         if (end > e) end = e;
         bounds[st + 1] = begin = end;
@@ -328,8 +338,8 @@ void kc_spread(uint32_t e, uint32_t q, int P, uint32_t *bounds) {
 
 int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, kc_schedule *s,
                         kc_diag *d) {
-    if (n_streams < 1 || n_streams > 256) {
-        kc_error(d, "the number of streams must be in 1..256, not %d", n_streams);
+    if (n_streams < 1 || n_streams > KC_MAX_STREAMS) {
+        kc_error(d, "the number of streams must be in 1..%d, not %d", KC_MAX_STREAMS, n_streams);
         return 1;
     }
     s->n_streams = n_streams;

@@ -334,15 +334,15 @@ static void test_schedule_cost_model(void **state) {
 }
 
 /* Two stride-2 3x3 convs that gather their windows into a scratch: 128 -> 256 channels over
- * 14x14 outputs (196 pixels: 128 + 68 along pixels, 132 + 124 channels along channels), then
- * 256 -> 8 over 7x7 (one panel of channels). */
+ * 10x10 outputs (100 pixels: 64 + 36 along pixels, 132 + 124 channels along channels), then
+ * 256 -> 8 over 5x5 (one panel of channels). */
 static kc_graph *strided_graph(void) {
     static float w_deep[256 * 128 * 9], w_narrow[8 * 256 * 9];
     kc_graph *g = kc_graph_new();
     g->opsets = kc_alloc(g, sizeof(kc_opset));
     g->opsets[0] = (kc_opset){"", 13};
     g->n_opsets = 1;
-    int x = pg_input(g, pg_value(g, "x", 4, 1, 128, 28, 28));
+    int x = pg_input(g, pg_value(g, "x", 4, 1, 128, 20, 20));
     int deep = kc_add_value(g, "deep"), y = kc_add_value(g, "y");
     add_conv(g, x, deep, 256, 128, 3, 1, w_deep);
     add_conv(g, deep, y, 8, 256, 3, 1, w_narrow);
@@ -363,7 +363,7 @@ static kc_graph *strided_graph(void) {
  * on two. Every such program computes what one stream does. */
 static void test_schedule_private_scratch(void **state) {
     (void)state;
-    enum { X = 128 * 28 * 28, Y = 8 * 7 * 7 };
+    enum { X = 128 * 20 * 20, Y = 8 * 5 * 5 };
     static float x[X], y[3][Y];
     unsigned seed = 5;
     for (int i = 0; i < X; i++) x[i] = frand(&seed);
