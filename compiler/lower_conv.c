@@ -190,14 +190,20 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
  * elements sums the partials: what crosses cores is (P - 1) / P of the c_out-channel partials,
  * not of the c_in-channel input. The depthwise conv keeps its channel tiles (fixed_axis). */
 
-/* The last call that wrote value v, if it wrote it whole and from its start. */
+/* Bytes a stream's partial sum may have (lower_summed). */
 #define KC_SUM_MAX_PART_BYTES (128u * 1024u)
 
-static kc_call *last_writer(kc_program *p, int v) {
+/* The last call that wrote value v, if it wrote it whole and from its start and nothing wrote
+ * into its bytes since (through another value sharing its root). */
+static kc_call *last_writer(const kc_graph *g, kc_program *p, int v) {
+    int64_t off;
+    int root = kc_value_root(g, v, &off);
     for (int ci = p->n_calls - 1; ci >= 0; ci--)
         for (int k = 0; k < p->calls[ci].n_fixups; k++) {
             const kc_fixup *f = &p->calls[ci].fixups[k];
-            if (f->write && f->value == v) return f->byte_offset == 0 ? &p->calls[ci] : NULL;
+            if (!f->write || f->value < 0) continue;
+            if (f->value == v) return f->byte_offset == 0 ? &p->calls[ci] : NULL;
+            if (kc_value_root(g, f->value, &off) == root) return NULL;
         }
     return NULL;
 }
@@ -236,7 +242,7 @@ static int lower_summed(kc_graph *g, kc_program *p, int id, const kann_conv2d_pa
     int P = p->streams;
     const kc_node *n = &g->nodes[id];
     if (P < 2 || P > KC_MAX_SUM_STREAMS) return 0;
-    kc_call *dw = last_writer(p, x);
+    kc_call *dw = last_writer(g, p, x);
     if (!dw || dw->kernel != KANN_KERNEL_F32_DWCONV2D || dw->fixed_axis == 1 ||
         dw->extents[0] != a->c_in)
         return 0;
