@@ -80,6 +80,35 @@ def conv_cases():
     yield conv_case("conv_1x1_many", [1, 33, 5, 7], [17, 33, 1, 1], 11)
 
 
+def inverted_residual_cases():
+    """Inverted-residual blocks (1x1 expand, depthwise 3x3, 1x1 projection, the block's input
+    added): on 2 streams the projection is summed across them (a partial per stream over the
+    channels its depthwise tile wrote); odd channel counts, a ReLU after the sum, stride 2."""
+    for name, c, e, hw, stride, relu_out, seed in (
+            ("inverted_residual_summed", 40, 240, 14, 1, False, 47),
+            ("inverted_residual_summed_relu_odd", 27, 162, 9, 1, True, 48),
+            ("inverted_residual_stride2", 24, 144, 15, 2, False, 49)):
+        r = rng(seed)
+        inits = [const("We", randn(r, e, c, 1, 1, scale=0.2)), const("Be", randn(r, e)),
+                 const("Wd", randn(r, e, 1, 3, 3, scale=0.3)), const("Bd", randn(r, e)),
+                 const("Wp", randn(r, c, e, 1, 1, scale=0.1)), const("Bp", randn(r, c)),
+                 const("lo", np.float32(0)), const("hi", np.float32(6))]
+        nodes = [helper.make_node("Conv", ["x", "We", "Be"], ["e"], name="expand"),
+                 helper.make_node("Clip", ["e", "lo", "hi"], ["er"], name="expand_act"),
+                 helper.make_node("Conv", ["er", "Wd", "Bd"], ["d"], name="dw", group=e,
+                                  pads=[1, 1, 1, 1], strides=[stride, stride]),
+                 helper.make_node("Clip", ["d", "lo", "hi"], ["dr"], name="dw_act"),
+                 helper.make_node("Conv", ["dr", "Wp", "Bp"], ["p"], name="project")]
+        if stride == 1:
+            nodes.append(helper.make_node("Add", ["p", "x"], ["s"], name="residual"))
+        else:
+            nodes.append(helper.make_node("Identity", ["p"], ["s"], name="no_residual"))
+        nodes.append(helper.make_node("Relu" if relu_out else "Identity", ["s"], ["y"],
+                                      name="out"))
+        yield name, model(nodes, [vi("x", [1, c, hw, hw])], [vi("y", None)], inits), \
+            {"x": randn(r, 1, c, hw, hw)}, []
+
+
 def bn_params(r, c):
     return [const("gamma", randn(r, c) * 0.5 + 1), const("beta", randn(r, c)),
             const("mean", randn(r, c)), const("var", np.abs(randn(r, c)) + 0.5)]
@@ -290,6 +319,7 @@ def misc_cases():
 def all_cases():
     yield from conv_cases()
     yield from bn_cases()
+    yield from inverted_residual_cases()
     yield from pool_cases()
     yield from gemm_cases()
     yield from eltwise_cases()
