@@ -473,6 +473,48 @@ static void set_phase(kc_program *p, int first, int end) {
     }
 }
 
+/* Whether the host pool may cut record t of call c into parts that other threads run
+ * (kann_kernel_part_granule, on the arguments as emitted: every bound reference present). */
+static int record_shares(const kc_call *c, const kc_tile_record *t) {
+    unsigned char *args = malloc(c->args_size ? c->args_size : 1);
+    if (!args) abort();
+    memcpy(args, c->args, c->args_size);
+    kann_tile *tile = (kann_tile *)args;
+    tile->axis = t->axis;
+    tile->begin = t->begin;
+    tile->end = t->end;
+    for (int k = 0; k < c->n_fixups; k++)
+        if (c->fixups[k].value >= 0 && c->fixups[k].field + sizeof(kann_ref) <= c->args_size)
+            ((kann_ref *)(args + c->fixups[k].field))->space = KANN_SPACE_ARENA;
+    double work;
+    int shares = kann_kernel_part_granule((uint32_t)c->kernel, args, &work) != 0;
+    free(args);
+    return shares;
+}
+
+/* Within each phase of a stream's records (independent calls, any order), those the pool may
+ * share go last: a thread that has finished its own records can take parts of them, but not of
+ * a record that only runs whole (a fire module's 3x3 branch on Winograd beside its shared 1x1
+ * branch: run first, it no longer leaves the other thread waiting at the end of the phase). */
+static void shared_last(const kc_program *p, kc_tile_record *recs, int n) {
+    for (int r0 = 0; r0 < n;) {
+        int r1 = r0;
+        while (r1 < n && recs[r1].call >= 0) r1++;
+        /* a stable partition of [r0, r1): insertion keeps the order within each kind */
+        for (int i = r0 + 1; i < r1; i++) {
+            kc_tile_record t = recs[i];
+            if (record_shares(&p->calls[t.call], &t)) continue;
+            int j = i;
+            while (j > r0 && record_shares(&p->calls[recs[j - 1].call], &recs[j - 1])) {
+                recs[j] = recs[j - 1];
+                j--;
+            }
+            recs[j] = t;
+        }
+        r0 = r1 + 1;
+    }
+}
+
 int kc_schedule_merge_phases(const kc_graph *g, kc_program *p, kc_schedule *s) {
     int n_ph = s->n_phases, n = p->n_calls;
     free(p->phase_first);
@@ -529,6 +571,7 @@ int kc_schedule_merge_phases(const kc_graph *g, kc_program *p, kc_schedule *s) {
             s->streams[st][w++] = t;
         }
         s->counts[st] = w;
+        shared_last(p, s->streams[st], w);
     }
     s->n_phases -= merged;
     free(phase_of);
