@@ -118,6 +118,33 @@ static __attribute__((noinline)) void epilogue(const kann_conv_tile *t,
     }
 }
 
+/* Whether act is a clamp to [kann_act_lo, kann_act_hi]: none (no bounds), relu or clip. */
+static inline int clamp_act(const kann_act *act) {
+    return act->kind == KANN_ACT_NONE || act->kind == KANN_ACT_RELU || act->kind == KANN_ACT_CLIP;
+}
+
+/* The last block's store of a full tile (`rows` channels, nvec whole vectors) whose activation
+ * is a clamp: bias, residual and clamp on each accumulator in place, one vector at a time. */
+static inline __attribute__((always_inline)) void store_clamped(const kann_conv_tile *t,
+                                                                __m512 c[KANN_CONV_PANEL][2],
+                                                                int rows, int nvec) {
+    const kann_act *act = t->act;
+    int none = act->kind == KANN_ACT_NONE;
+    __m512 lo = _mm512_set1_ps(none ? -__builtin_inff() : kann_act_lo(act));
+    __m512 hi = _mm512_set1_ps(none ? __builtin_inff() : kann_act_hi(act));
+#pragma GCC unroll 12
+    for (int r = 0; r < rows; r++) {
+        float *y = t->y + r * t->ldy;
+        __m512 bv = _mm512_set1_ps(t->bias ? t->bias[r] : 0.0f);
+#pragma GCC unroll 2
+        for (int v = 0; v < nvec; v++) {
+            __m512 x = _mm512_add_ps(c[r][v], bv);
+            if (t->res) x = _mm512_add_ps(x, _mm512_loadu_ps(t->res + r * t->ldy + 16 * v));
+            _mm512_storeu_ps(y + 16 * v, _mm512_min_ps(hi, _mm512_max_ps(lo, x)));
+        }
+    }
+}
+
 /* The register tile for the first `rows` channels of the panel (4, 8 or 12: a panel's last
  * rows past c_out are not computed) and `nvec` vectors of 16 columns (1 when n <= 16). */
 static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile *t, int rows,
@@ -162,6 +189,15 @@ static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile
             _mm512_mask_storeu_ps(t->y + r * t->ldy, m0, c[r][0]);
             if (nvec > 1) _mm512_mask_storeu_ps(t->y + r * t->ldy + 16, m1, c[r][1]);
         }
+        return;
+    }
+    /* A full tile whose activation is a clamp (none, relu, clip) stores straight from the
+     * accumulators: bias, residual and clamp a vector at a time, two registers besides them.
+     * With few reduction steps (a 1x1 conv over 16 channels: 16 steps) the general epilogue's
+     * round trip of the tile through memory cost as much as the steps. */
+    if (t->mr == (size_t)rows && n == (size_t)(16 * nvec) && !t->n_segments &&
+        clamp_act(t->act)) {
+        store_clamped(t, c, rows, nvec);
         return;
     }
     /* The epilogue is a call of its own: inlined, its registers would push accumulators of
