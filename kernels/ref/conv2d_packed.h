@@ -239,8 +239,13 @@ typedef void (*kann_conv_microkernel)(const kann_conv_tile *t);
 
 /* Weight bytes (panels x KC) that still fit the L2 cache beside the pixel block: then every
  * strip meets every panel (the panels stay in L2); else every panel meets every strip (the
- * block stays in L2 and the weights are read once). */
-#define KANN_CONV_PANELS_L2 (1024u * 1024u)
+ * block stays in L2 and the weights are read once). A quarter of a 2 MiB L2, not a half: the
+ * block, the output and the partial sums compete for it, and squeezenet1_1's last 1x1 conv
+ * (512 -> 1000 channels, 13x13, 1 MB of panels per block of KC steps) took 1177 µs a call with
+ * every strip meeting every panel, 1100 with the panels outer (one core, the caches flushed
+ * between calls, 10th percentile of 300; 1x1 convs of 576 and 960 channels with K <= KC, and
+ * 512 over 14x14, unchanged within 1 %). */
+#define KANN_CONV_PANELS_L2 (512u * 1024u)
 
 /* The tile's output channels [*m_begin, *m_end) and pixels [*p_begin, *p_end). */
 static inline void kann_conv2d_packed_range(const kann_conv2d_packed_args *a, size_t *m_begin,
