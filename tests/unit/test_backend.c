@@ -23,6 +23,15 @@ static float frand(unsigned *s) {
     return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
+/* An empty graph importing the default domain at opset 13. */
+static kc_graph *graph_opset13(void) {
+    kc_graph *g = kc_graph_new();
+    g->opsets = kc_alloc(g, sizeof(kc_opset));
+    g->opsets[0] = (kc_opset){"", 13};
+    g->n_opsets = 1;
+    return g;
+}
+
 /* x[1,3,6,6] -> Conv(4,3,3,3,pad 1) -> Relu -> Conv(4,4,1,1) + residual(relu out) -> Relu
  *   -> GlobalAveragePool -> Flatten -> Gemm(5, transB) = y[1,5] */
 typedef struct net {
@@ -31,16 +40,13 @@ typedef struct net {
 } net;
 
 static void build_net(net *n, unsigned seed) {
-    kc_graph *g = kc_graph_new();
+    kc_graph *g = graph_opset13();
     n->g = g;
     for (size_t i = 0; i < sizeof n->w1 / 4; i++) n->w1[i] = frand(&seed) * 0.5f;
     for (size_t i = 0; i < 4; i++) n->b1[i] = frand(&seed);
     for (size_t i = 0; i < 16; i++) n->w2[i] = frand(&seed);
     for (size_t i = 0; i < 20; i++) n->fw[i] = frand(&seed);
     for (size_t i = 0; i < 5; i++) n->fb[i] = frand(&seed);
-    g->opsets = kc_alloc(g, sizeof(kc_opset));
-    g->opsets[0] = (kc_opset){"", 13};
-    g->n_opsets = 1;
     int x = pg_input(g, pg_value(g, "x", 4, 1, 3, 6, 6));
     int w1 = pg_const(g, "w1", 4, (int64_t[]){4, 3, 3, 3}, n->w1);
     int b1 = pg_const(g, "b1", 1, (int64_t[]){4}, n->b1);
@@ -266,10 +272,7 @@ static uint32_t tile_axis(const kc_schedule *s, int ci) {
  * stream then reads only part of the weights; 1x1 convs over 7x7 maps split along channels. */
 static void test_schedule_cost_model(void **state) {
     (void)state;
-    kc_graph *g = kc_graph_new();
-    g->opsets = kc_alloc(g, sizeof(kc_opset));
-    g->opsets[0] = (kc_opset){"", 13};
-    g->n_opsets = 1;
+    kc_graph *g = graph_opset13();
     static float w_expand[144 * 24], w_dw[144 * 9], w_project[24 * 144];
     static float w_small[2][256 * 256], fc_w[1000 * 24];
     int x = pg_input(g, pg_value(g, "x", 4, 1, 24, 56, 56));
@@ -338,10 +341,7 @@ static void test_schedule_cost_model(void **state) {
  * 256 -> 8 over 5x5 (one panel of channels). */
 static kc_graph *strided_graph(void) {
     static float w_deep[256 * 128 * 9], w_narrow[8 * 256 * 9];
-    kc_graph *g = kc_graph_new();
-    g->opsets = kc_alloc(g, sizeof(kc_opset));
-    g->opsets[0] = (kc_opset){"", 13};
-    g->n_opsets = 1;
+    kc_graph *g = graph_opset13();
     int x = pg_input(g, pg_value(g, "x", 4, 1, 128, 20, 20));
     int deep = kc_add_value(g, "deep"), y = kc_add_value(g, "y");
     add_conv(g, x, deep, 256, 128, 3, 1, w_deep);
@@ -422,10 +422,7 @@ static void test_schedule_private_scratch(void **state) {
 static kc_graph *fire_graph(void) {
     enum { C = 16, H = 12 };
     static float w_sq[C * C], w_e1[16 * C], w_e3[16 * C * 9], w_out[8 * 32];
-    kc_graph *g = kc_graph_new();
-    g->opsets = kc_alloc(g, sizeof(kc_opset));
-    g->opsets[0] = (kc_opset){"", 13};
-    g->n_opsets = 1;
+    kc_graph *g = graph_opset13();
     int in = pg_input(g, pg_value(g, "x", 4, 1, C, H, H));
     int sq = kc_add_value(g, "sq"), e1 = kc_add_value(g, "e1"), e3 = kc_add_value(g, "e3");
     int cat = kc_add_value(g, "cat"), out = kc_add_value(g, "y");
@@ -566,10 +563,7 @@ static void test_schedule_summed_pointwise(void **state) {
     unsigned seed = 9;
     for (int i = 0; i < C * H * H; i++) x[i] = frand(&seed);
     for (int P = 1; P <= 3; P++) {
-        kc_graph *g = kc_graph_new();
-        g->opsets = kc_alloc(g, sizeof(kc_opset));
-        g->opsets[0] = (kc_opset){"", 13};
-        g->n_opsets = 1;
+        kc_graph *g = graph_opset13();
         int in = pg_input(g, pg_value(g, "x", 4, 1, C, H, H));
         int e = kc_add_value(g, "e"), dv = kc_add_value(g, "d"), pr = kc_add_value(g, "pr");
         int out = kc_add_value(g, "y");
@@ -645,10 +639,7 @@ static void test_schedule_summed_pointwise(void **state) {
 
 static void test_plan_never_overlaps_live_buffers(void **state) {
     (void)state;
-    kc_graph *g = kc_graph_new();
-    g->opsets = kc_alloc(g, sizeof(kc_opset));
-    g->opsets[0] = (kc_opset){"", 13};
-    g->n_opsets = 1;
+    kc_graph *g = graph_opset13();
     int prev = pg_input(g, pg_value(g, "x", 2, 8, 100));
     int older = prev;
     unsigned seed = 5;
