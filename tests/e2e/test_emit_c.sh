@@ -148,6 +148,19 @@ check sample_cnn_1stream "$cnn" 1 inline "$work/sample_cnn.input.npy"
 check sample_cnn_2streams "$cnn" 2 inline "$work/sample_cnn.input.npy"
 check sample_cnn_blob "$cnn" 1 blob "$work/sample_cnn.input.npy"
 
+# An inverted-residual block on 2 streams: its projection summed across them (a call pinned to
+# each stream, then an add), the record layout the C tables must carry as well.
+"$py" - "$src/tests/e2e" "$work" <<'EOF'
+import os, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import cases
+name, m, feeds, _ = next(cases.inverted_residual_cases())
+open(os.path.join(sys.argv[2], "irb.onnx"), "wb").write(m.SerializeToString())
+np.save(os.path.join(sys.argv[2], "irb.input.npy"), feeds["x"])
+EOF
+check inverted_residual_2streams "$work/irb.onnx" 2 inline "$work/irb.input.npy"
+
 models=${KANN_MODELS_DIR:-$src/../shared/models}
 if [ -f "$models/resnet18.onnx" ]; then
     check squeezenet1_1 "$models/squeezenet1_1.onnx" 1 inline "$models/squeezenet1_1.input.npy"
