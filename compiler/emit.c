@@ -68,9 +68,8 @@ static const char *call_name(const kc_graph *g, const kc_call *c) {
     return n->name[0] ? n->name : n->op_type;
 }
 
-/* The call's argument struct for one tile of stream st, with every reference resolved. */
-static void resolve_args(const kc_graph *g, const kc_call *c, const kc_tile_record *r, int st,
-                         void *buf) {
+void kc_call_args(const kc_graph *g, const kc_call *c, const kc_tile_record *r, int st,
+                  void *buf) {
     memcpy(buf, c->args, c->args_size);
     kann_tile *t = buf;
     t->axis = r->axis;
@@ -108,7 +107,7 @@ int kc_build_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
     for (int i = 0; i < g->n_inputs; i++) errors += add_io(w, g, KANN_IO_INPUT, g->inputs[i], d);
     for (int i = 0; i < g->n_outputs; i++) errors += add_io(w, g, KANN_IO_OUTPUT, g->outputs[i], d);
     if (!errors) errors += add_consts(w, g, p, d);
-    _Alignas(8) unsigned char buf[1024];
+    _Alignas(8) unsigned char buf[KC_MAX_ARGS_BYTES];
     for (int st = 0; st < s->n_streams && !errors; st++) {
         for (int i = 0; i < s->counts[st]; i++) {
             const kc_tile_record *r = &s->streams[st][i];
@@ -118,7 +117,7 @@ int kc_build_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
             }
             const kc_call *c = &p->calls[r->call];
             if (c->args_size > sizeof buf) abort();
-            resolve_args(g, c, r, st, buf);
+            kc_call_args(g, c, r, st, buf);
             if (kbin_add_call(w, (uint32_t)st, (uint32_t)c->kernel, call_name(g, c), buf, c->args_size)) {
                 kc_error(d, "cannot emit call %d: %s", r->call, kbin_writer_error(w));
                 errors++;

@@ -474,43 +474,31 @@ static void set_phase(kc_program *p, int first, int end) {
 }
 
 /* Whether the host pool may cut record t of call c into parts that other threads run
- * (kann_kernel_part_granule, on the arguments as emitted: every bound reference present). */
-static int record_shares(const kc_call *c, const kc_tile_record *t) {
-    unsigned char *args = malloc(c->args_size ? c->args_size : 1);
-    if (!args) abort();
-    memcpy(args, c->args, c->args_size);
-    kann_tile *tile = (kann_tile *)args;
-    tile->axis = t->axis;
-    tile->begin = t->begin;
-    tile->end = t->end;
-    for (int k = 0; k < c->n_fixups; k++)
-        if (c->fixups[k].value >= 0 && c->fixups[k].field + sizeof(kann_ref) <= c->args_size)
-            ((kann_ref *)(args + c->fixups[k].field))->space = KANN_SPACE_ARENA;
+ * (kann_kernel_part_granule, on the arguments as they will be emitted). */
+static int record_shares(const kc_graph *g, const kc_call *c, const kc_tile_record *t, int st) {
+    _Alignas(8) unsigned char args[KC_MAX_ARGS_BYTES];
+    if (c->args_size > sizeof args) abort();
+    kc_call_args(g, c, t, st, args);
     double work;
-    int shares = kann_kernel_part_granule((uint32_t)c->kernel, args, &work) != 0;
-    free(args);
-    return shares;
+    return kann_kernel_part_granule((uint32_t)c->kernel, args, &work) != 0;
 }
 
-/* Within each phase of a stream's records (independent calls, any order), those the pool may
+/* Within each phase of stream st's records (independent calls, any order), those the pool may
  * share go last: a thread that has finished its own records can take parts of them, but not of
  * a record that only runs whole (a fire module's 3x3 branch on Winograd beside its shared 1x1
- * branch: run first, it no longer leaves the other thread waiting at the end of the phase). */
-static void shared_last(const kc_program *p, kc_tile_record *recs, int n) {
+ * branch: run first, it no longer leaves the other thread waiting at the end of the phase).
+ * A stable partition through tmp and shares (n entries each). */
+static void shared_last(const kc_graph *g, const kc_program *p, int st, kc_tile_record *recs,
+                        int n, kc_tile_record *tmp, uint8_t *shares) {
+    for (int i = 0; i < n; i++)
+        shares[i] = recs[i].call >= 0 && record_shares(g, &p->calls[recs[i].call], &recs[i], st);
     for (int r0 = 0; r0 < n;) {
-        int r1 = r0;
+        int r1 = r0, w = 0;
         while (r1 < n && recs[r1].call >= 0) r1++;
-        /* a stable partition of [r0, r1): insertion keeps the order within each kind */
-        for (int i = r0 + 1; i < r1; i++) {
-            kc_tile_record t = recs[i];
-            if (record_shares(&p->calls[t.call], &t)) continue;
-            int j = i;
-            while (j > r0 && record_shares(&p->calls[recs[j - 1].call], &recs[j - 1])) {
-                recs[j] = recs[j - 1];
-                j--;
-            }
-            recs[j] = t;
-        }
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = r0; i < r1; i++)
+                if (shares[i] == pass) tmp[w++] = recs[i];
+        memcpy(recs + r0, tmp, sizeof *tmp * (size_t)w);
         r0 = r1 + 1;
     }
 }
@@ -571,7 +559,12 @@ int kc_schedule_merge_phases(const kc_graph *g, kc_program *p, kc_schedule *s) {
             s->streams[st][w++] = t;
         }
         s->counts[st] = w;
-        shared_last(p, s->streams[st], w);
+        kc_tile_record *tmp = malloc(sizeof *tmp * ((size_t)w + 1));
+        uint8_t *shares = malloc((size_t)w + 1);
+        if (!tmp || !shares) abort();
+        shared_last(g, p, st, s->streams[st], w, tmp, shares);
+        free(tmp);
+        free(shares);
     }
     s->n_phases -= merged;
     free(phase_of);
