@@ -180,6 +180,24 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
     c->whole_granules = 2;
 }
 
+/* A conv2d_packed call of args over x, the packed weights, bias, residual and y (each at its
+ * byte offset; -1 for none), tiled along output channels or pixels. */
+static kc_call *packed_call(kc_graph *g, kc_program *p, int id, const kann_conv2d_packed_args *args,
+                            int x, int64_t x_off, int panels, int b, int64_t b_off, int res,
+                            int64_t res_off, int y, int64_t y_off) {
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_PACKED, id);
+    *(kann_conv2d_packed_args *)c->args = *args;
+    kc_bind(c, offsetof(kann_conv2d_packed_args, x), x, x_off, 0);
+    kc_bind(c, offsetof(kann_conv2d_packed_args, w), panels, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_packed_args, bias), b, b_off, 0);
+    kc_bind(c, offsetof(kann_conv2d_packed_args, residual), res, res_off, 0);
+    kc_bind(c, offsetof(kann_conv2d_packed_args, y), y, y_off, 1);
+    kc_set_tile(c, args->c_out, KANN_CONV_PANEL, args->h_out * args->w_out,
+                KANN_CONV_PIXEL_GRANULE);
+    c->macs = (double)args->c_out * args->h_out * args->w_out * args->c_in * args->k_h * args->k_w;
+    return c;
+}
+
 /* ---- a pointwise conv summed across the streams ------------------------------------------
  * A 1x1 conv reading the output of a depthwise conv split along channels (the projection of an
  * inverted residual block) reads every input channel, (P - 1) / P of them written by the other
@@ -265,16 +283,9 @@ static int lower_summed(kc_graph *g, kc_program *p, int id, const kann_conv2d_pa
         args.act.kind = KANN_ACT_NONE;
         parts[s] = partial_value(g, y, s, (int64_t)count);
         int panels = pack_weight_panels(g, w, 0, a->c_out, a->c_in, bounds[s], args.c_in);
-        kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_PACKED, id);
-        *(kann_conv2d_packed_args *)c->args = args;
-        kc_bind(c, offsetof(kann_conv2d_packed_args, x), x, (int64_t)bounds[s] * hw * fl, 0);
-        kc_bind(c, offsetof(kann_conv2d_packed_args, w), panels, 0, 0);
         /* the first part adds the bias and the residual */
-        kc_bind(c, offsetof(kann_conv2d_packed_args, bias), s == 0 ? b : -1, 0, 0);
-        kc_bind(c, offsetof(kann_conv2d_packed_args, residual), s == 0 ? n->epi.residual : -1, 0, 0);
-        kc_bind(c, offsetof(kann_conv2d_packed_args, y), parts[s], 0, 1);
-        kc_set_tile(c, a->c_out, KANN_CONV_PANEL, hw, KANN_CONV_PIXEL_GRANULE);
-        c->macs = (double)a->c_out * hw * args.c_in;
+        kc_call *c = packed_call(g, p, id, &args, x, (int64_t)bounds[s] * hw * fl, panels,
+                                 s == 0 ? b : -1, 0, s == 0 ? n->epi.residual : -1, 0, parts[s], 0);
         c->stream = s;
     }
     /* parts[0] += parts[s] for the middle ones, the last add into y with the activation */
@@ -332,26 +343,19 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
         return;
     for (uint32_t gi = 0; gi < groups; gi++) {
         int panels = pack_weight_panels(g, w, (size_t)gi * a->c_out, a->c_out, K, 0, K);
-        kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_PACKED, id);
-        *(kann_conv2d_packed_args *)c->args = args;
-        kc_bind(c, offsetof(kann_conv2d_packed_args, x), x, gi * x_group, 0);
-        kc_bind(c, offsetof(kann_conv2d_packed_args, w), panels, 0, 0);
-        kc_bind(c, offsetof(kann_conv2d_packed_args, bias), b, (int64_t)gi * a->c_out * fl, 0);
-        kc_bind(c, offsetof(kann_conv2d_packed_args, residual), n->epi.residual, gi * y_group, 0);
-        kc_bind(c, offsetof(kann_conv2d_packed_args, y), y, gi * y_group, 1);
-        if (kann_conv2d_packed_pointwise(a) || kann_conv2d_packed_wide(a)) {
-            /* x read in place: tiles along channels or pixels, whichever balances */
-            kc_set_tile(c, a->c_out, KANN_CONV_PANEL, hw, KANN_CONV_PIXEL_GRANULE);
-        } else {
+        /* x read in place (pointwise, wide): tiles along channels or pixels, whichever
+         * balances */
+        kc_call *c = packed_call(g, p, id, a, x, gi * x_group, panels, b,
+                                 (int64_t)gi * a->c_out * fl, n->epi.residual, gi * y_group, y,
+                                 gi * y_group);
+        if (!kann_conv2d_packed_pointwise(a) && !kann_conv2d_packed_wide(a)) {
             /* The gathered B of a tile's pixels: a tile along output channels gathers them
              * all. */
             int64_t g32 = KANN_CONV_PIXEL_GRANULE;
             kc_bind_scratch(g, p, c, offsetof(kann_conv2d_packed_args, scratch), "im2col",
                             (int64_t)K * ((hw + g32 - 1) / g32 * g32));
-            kc_set_tile(c, a->c_out, KANN_CONV_PANEL, hw, KANN_CONV_PIXEL_GRANULE);
             c->axis0_whole = (double)K * hw;
         }
-        c->macs = (double)a->c_out * hw * (double)K;
     }
 }
 
