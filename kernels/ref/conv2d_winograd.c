@@ -5,7 +5,9 @@
 #include "kann_msg.h"
 #include "ref/checked.h"
 
-static void gemm_ref(const float *u, const float *v, size_t c_in, size_t n, float *m) {
+static void gemm_ref(const float *u, const float *u_next, const float *v, size_t c_in, size_t n,
+                     float *m) {
+    (void)u_next;
     float acc[KANN_CONV_PANEL][KANN_WINO_BLOCK] = {{0}};
     for (size_t c = 0; c < c_in; c++) {
         const float *uc = u + c * KANN_CONV_PANEL, *vc = v + c * KANN_WINO_BLOCK;

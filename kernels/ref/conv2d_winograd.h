@@ -22,8 +22,11 @@
 /* m[r * KANN_WINO_BLOCK + j] = sum_c u[c * 12 + r] * v[c * KANN_WINO_BLOCK + j] for r < 12 and
  * at least the j < n (1 <= n <= KANN_WINO_BLOCK) a block's tiles occupy; v holds every column
  * of the block (those past the tiles are zero), so a GEMM may compute more columns than n.
- * The last block of a small map (a 7x7 map has 16 tiles) is where computing only n pays. */
-typedef void (*kann_wino_gemm)(const float *u, const float *v, size_t c_in, size_t n, float *m);
+ * The last block of a small map (a 7x7 map has 16 tiles) is where computing only n pays.
+ * u_next is the panel the tile's next GEMM reads (the weights stream from memory: a variant
+ * may prefetch into it while it ends this one), or u where none follows. */
+typedef void (*kann_wino_gemm)(const float *u, const float *u_next, const float *v, size_t c_in,
+                               size_t n, float *m);
 
 /* The output tile edge e (2 or 4) and the positions (e + 2)^2 of the record's transform. */
 static inline size_t kann_wino_edge(const kann_conv2d_winograd_args *a) {
@@ -241,6 +244,12 @@ static inline void kann_wino_output_block(const kann_conv2d_winograd_args *a, co
     }
 }
 
+/* The weight panel of output channel m0 at position p. */
+static inline const float *kann_wino_panel(const float *u, size_t p, size_t m0, size_t panels,
+                                      size_t c_in) {
+    return u + (p * panels + m0 / KANN_CONV_PANEL) * c_in * KANN_CONV_PANEL;
+}
+
 /* Blocks of 32 output tiles: the input transform into scratch, then per weight panel of the
  * tile the P GEMMs into a stack buffer and the output transform with the epilogue. Each block
  * goes to its own place in the scratch (the layout the OpenCL kernel shares with the
@@ -268,10 +277,15 @@ kann_conv2d_winograd_drive(const kann_conv2d_winograd_args *a, const kann_exec *
         input(a, x, q0, n, v);
         for (size_t m0 = m_begin; m0 < m_end; m0 += KANN_CONV_PANEL) {
             size_t mr = m_end - m0 < KANN_CONV_PANEL ? m_end - m0 : KANN_CONV_PANEL;
-            for (size_t p = 0; p < positions; p++)
-                gemm(u + (p * panels + m0 / KANN_CONV_PANEL) * c_in * KANN_CONV_PANEL,
+            for (size_t p = 0; p < positions; p++) {
+                /* the GEMMs go position by position, then panel by panel, then the next block
+                 * from the first panel again */
+                size_t p_next = p + 1 < positions ? p + 1 : 0;
+                size_t m_next = p_next ? m0 : m0 + KANN_CONV_PANEL < m_end ? m0 + mr : m_begin;
+                gemm(kann_wino_panel(u, p, m0, panels, c_in), kann_wino_panel(u, p_next, m_next, panels, c_in),
                      v + p * c_in * KANN_WINO_BLOCK, c_in, n,
                      mb + p * KANN_CONV_PANEL * KANN_WINO_BLOCK);
+            }
             output(a, mb, q0, n, m0, mr, bias, res, y);
         }
     }

@@ -14,15 +14,28 @@
 #include "vec_math.h"
 #include "simd_act.h"
 
+/* Reduction steps the weights are prefetched ahead. A panel's weights at a position (c_in x 12
+ * floats) are read once per block, from memory for all but the smallest layers: without the
+ * prefetch the hardware's prefetcher, which starts again at every 4 KiB page and at every panel,
+ * left the GEMMs waiting (resnet18's 28x28 and 14x14 layers 30 % slower). The prefetch runs on
+ * into the panel of the next GEMM (u_next). */
+#define WINO_U_PREFETCH 64
+
 /* The 12 x 32 (w == 2) or 12 x 16 (w == 1) register tile over a block's first 16 w columns;
  * w is a constant in each inlined copy, so the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void gemm_12xw(const float *u, const float *v,
-                                                            size_t c_in, float *m, int w) {
+static inline __attribute__((always_inline)) void gemm_12xw(const float *u, const float *u_next,
+                                                            const float *v, size_t c_in, float *m,
+                                                            int w) {
     __m512 c[KANN_CONV_PANEL][2];
     for (int r = 0; r < KANN_CONV_PANEL; r++)
         for (int h = 0; h < w; h++)
             c[r][h] = _mm512_setzero_ps();
+    size_t ahead = c_in < WINO_U_PREFETCH ? c_in : WINO_U_PREFETCH;
+    const float *pf = u + ahead * KANN_CONV_PANEL, *u_end = u + c_in * KANN_CONV_PANEL;
     for (size_t k = 0; k < c_in; k++, u += KANN_CONV_PANEL, v += KANN_WINO_BLOCK) {
+        if (pf == u_end) pf = u_next;
+        _mm_prefetch((const char *)pf, _MM_HINT_T0);
+        pf += KANN_CONV_PANEL;
         for (int h = 0; h < w; h++)
             _mm_prefetch((const char *)(v + 4 * KANN_WINO_BLOCK + 16 * h), _MM_HINT_T0);
         __m512 b[2];
@@ -64,13 +77,13 @@ static void gemm_tail(const float *u, const float *v, size_t c_in, size_t n, flo
 
 /* The GEMMs and both transforms are calls of their own (noinline), so that a profile tells
  * their shares apart. */
-static __attribute__((noinline)) void gemm_12x32(const float *u, const float *v, size_t c_in,
-                                                 size_t n, float *m) {
+static __attribute__((noinline)) void gemm_12x32(const float *u, const float *u_next,
+                                                 const float *v, size_t c_in, size_t n, float *m) {
     if (n > 16 + KANN_CONV_TAIL_COLS) {
-        gemm_12xw(u, v, c_in, m, 2);
+        gemm_12xw(u, u_next, v, c_in, m, 2);
         return;
     }
-    gemm_12xw(u, v, c_in, m, 1);
+    gemm_12xw(u, u_next, v, c_in, m, 1);
     if (n > 16) gemm_tail(u, v, c_in, n, m);
 }
 
