@@ -59,16 +59,24 @@ static int pad_input(kc_graph *g, kc_program *p, int id, int x, const kann_conv2
     return v;
 }
 
-/* Winograd F(2x2, 3x3) pays where the GEMMs over channels are long enough and fill at least
- * one block of 32 tiles. A 7x7 map has 16: even with the kernels' 12 x 16 GEMM tile for such a
- * block, resnet18's 512-channel 7x7 layers took 2.5 ms against 1.9 ms direct on one core (the
- * transformed weights, 16/9 of the packed ones, stream from memory for few pixels), and the
- * block cannot be split between two streams; measured in docs/performance.md. */
+/* F(2x2, 3x3) tiles of a conv's output. */
+static uint64_t winograd_tiles2(const kann_conv2d_args *c2) {
+    return (uint64_t)(c2->h_out / 2 + c2->h_out % 2) * (c2->w_out / 2 + c2->w_out % 2);
+}
+
+/* The fewest F(2x2, 3x3) tiles for Winograd: a full vector of the kernels' 12 x 16 GEMM tile.
+ * Each transformed weight, 16/9 as many bytes as the packed ones and streamed from memory on
+ * small maps, then serves 16 tiles: resnet18's 512-channel 7x7 layers (16 tiles) took 1.53-1.59
+ * ms against 1.77-1.86 direct on one core, and 630-730 against 860-880 us per stream on two
+ * (split along output channels; the block of 16 tiles does not split). */
+#define KANN_WINO_MIN_TILES 16
+
+/* Winograd pays where the GEMMs over channels are long enough and fill at least one vector of
+ * tiles (docs/performance.md). */
 static int winograd_pays(const kann_conv2d_args *c2) {
-    uint64_t tiles = (uint64_t)(c2->h_out / 2 + c2->h_out % 2) * (c2->w_out / 2 + c2->w_out % 2);
     return c2->k_h == 3 && c2->k_w == 3 && c2->stride_h == 1 && c2->stride_w == 1 &&
            c2->dil_h == 1 && c2->dil_w == 1 && c2->c_in >= 16 && c2->c_out >= 16 &&
-           tiles >= KANN_CONV_PIXEL_GRANULE;
+           winograd_tiles2(c2) >= KANN_WINO_MIN_TILES;
 }
 
 /* Transformed F(4x4, 3x3) weights up to this size are taken to stay in cache. */
@@ -80,8 +88,11 @@ static int winograd_pays(const kann_conv2d_args *c2) {
  * (a record splits only at blocks: with fewer, a stream idles and 2 threads took twice as
  * long), and where the block is full or the transformed weights (36 * c_in * c_out floats)
  * stay in cache: 256 channels on a 14x14 map (16 tiles, 9.4 MB of weights streamed for each)
- * measured no faster than F(2x2, 3x3) (docs/performance.md). */
+ * measured no faster than F(2x2, 3x3) (docs/performance.md). Maps of fewer than 32 F(2x2)
+ * tiles (7x7 to 10x10) keep F(2x2): their F(4x4) tiles (4 or 9) fill a quarter or half of the
+ * GEMM's vector, which computes 16 columns for 36 positions against 16 for 16. */
 static kann_wino_transform winograd_transform(const kann_conv2d_args *c2, int streams) {
+    if (winograd_tiles2(c2) < KANN_CONV_PIXEL_GRANULE) return KANN_WINO_F2X2;
     uint64_t tiles = (uint64_t)((c2->h_out + 3) / 4) * ((c2->w_out + 3) / 4);
     uint64_t blocks = (tiles + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE;
     uint64_t u_bytes = 36 * 4 * (uint64_t)c2->c_in * c2->c_out;
