@@ -78,6 +78,10 @@ def conv_cases():
     yield conv_case("conv_1d", [1, 3, 20], [4, 3, 5], 9, pads=[2, 1], strides=[2])
     yield conv_case("conv_batch2", [2, 3, 6, 6], [4, 3, 1, 1], 10)
     yield conv_case("conv_1x1_many", [1, 33, 5, 7], [17, 33, 1, 1], 11)
+    # Winograd F(2x2) on small maps: one block of 16 tiles (7x7), 25 tiles (9x10) over more
+    # input channels than the GEMMs prefetch ahead
+    yield conv_case("conv_winograd_7x7", [1, 24, 7, 7], [20, 24, 3, 3], 12, pads=[1, 1, 1, 1])
+    yield conv_case("conv_winograd_9x10", [1, 80, 9, 10], [16, 80, 3, 3], 13, pads=[1, 1, 1, 1])
 
 
 def inverted_residual_cases():

@@ -690,6 +690,77 @@ static void test_plan_never_overlaps_live_buffers(void **state) {
 }
 
 /* Lowering reports every node it cannot run, each by name, in one run. */
+/* A 3x3 stride-1 conv of 32 channels (padding 1) goes through Winograd from one full vector of
+ * F(2x2) tiles (16: a 7x7 map) and stays direct below (a 6x6 map's 9); F(4x4) only from 32
+ * F(2x2) tiles (an 11x11 map's 36; a 10x10 map's 9 tiles of F(4x4) would fill half a vector).
+ * The 7x7 one computes the conv on one stream and on two (split along output channels: its 16
+ * tiles are one block). */
+static void test_lower_winograd_tiles(void **state) {
+    (void)state;
+    enum { C = 32 };
+    static const struct {
+        int map, kernel, transform;
+    } cases[] = {{6, KANN_KERNEL_F32_CONV2D_PACKED, -1},
+                 {7, KANN_KERNEL_F32_CONV2D_WINOGRAD, KANN_WINO_F2X2},
+                 {10, KANN_KERNEL_F32_CONV2D_WINOGRAD, KANN_WINO_F2X2},
+                 {11, KANN_KERNEL_F32_CONV2D_WINOGRAD, KANN_WINO_F4X4}};
+    static float w[C * C * 9], x[C * 7 * 7], y[2][C * 7 * 7];
+    unsigned seed = 11;
+    for (int i = 0; i < C * 7 * 7; i++) x[i] = frand(&seed);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int P = 1; P <= 2; P++) {
+            int n = cases[k].map;
+            kc_graph *g = graph_opset13();
+            int in = pg_input(g, pg_value(g, "x", 4, 1, C, n, n)), out = kc_add_value(g, "y");
+            add_conv(g, in, out, C, C, 3, 1, w);
+            pg_output(g, out);
+            kc_diag d;
+            kc_diag_init(&d, "net", stderr);
+            kc_stats st = {0};
+            kc_program prog = {0};
+            kc_schedule sched = {0};
+            kc_plan plan = {0};
+            prog.streams = P;
+            assert_int_equal(middle(g, &d, &st), 0);
+            assert_int_equal(kc_lower(g, &prog, &d), 0);
+            /* Winograd reads its padding in place; the direct conv may pad x first */
+            const kc_call *conv = &prog.calls[prog.n_calls - 1];
+            assert_int_equal(conv->kernel, cases[k].kernel);
+            if (cases[k].transform >= 0) {
+                assert_int_equal(prog.n_calls, 1);
+                assert_int_equal(((const kann_conv2d_winograd_args *)conv->args)->transform,
+                                 cases[k].transform);
+            }
+            if (n == 7) {
+                assert_int_equal(kc_schedule_program(g, &prog, P, &sched, &d), 0);
+                kc_schedule_merge_phases(g, &prog, &sched);
+                kc_schedule_trim_scratch(g, &prog, &sched);
+                if (P == 2) assert_int_equal(tile_axis(&sched, 0), 0);
+                assert_int_equal(kc_plan_memory(g, &prog, &plan, &d), 0);
+                kann_tensor t;
+                emit_load_run(g, &prog, &sched, &plan, P, x, sizeof x, y[P - 1], sizeof y[P - 1], &t);
+                for (int m = 0; m < C; m++)
+                    for (int i = 0; i < n; i++)
+                        for (int j = 0; j < n; j++) {
+                            double ref = 0;
+                            for (int c = 0; c < C; c++)
+                                for (int a = 0; a < 3; a++)
+                                    for (int b = 0; b < 3; b++) {
+                                        int r = i + a - 1, q = j + b - 1;
+                                        if (r >= 0 && r < n && q >= 0 && q < n)
+                                            ref += (double)w[((m * C + c) * 3 + a) * 3 + b] *
+                                                   x[(c * n + r) * n + q];
+                                    }
+                            float got = y[P - 1][(m * n + i) * n + j];
+                            assert_true(fabs(got - ref) <= 1e-5 * (1 + fabs(ref)));
+                        }
+                kc_schedule_free(&sched);
+            }
+            kc_program_free(&prog);
+            kc_graph_free(g);
+        }
+}
+
 static void test_lower_reports_every_problem(void **state) {
     (void)state;
     kc_graph *g = kc_graph_new();
@@ -728,6 +799,7 @@ int main(void) {
         cmocka_unit_test(test_schedule_private_scratch),
         cmocka_unit_test(test_schedule_summed_pointwise),
         cmocka_unit_test(test_plan_never_overlaps_live_buffers),
+        cmocka_unit_test(test_lower_winograd_tiles),
         cmocka_unit_test(test_lower_reports_every_problem),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -106,7 +106,9 @@ static uint32_t padded_extent(uint32_t n, uint32_t pad) {
 static void run_case(kann_wino_transform transform, int with_bias, int with_res) {
     kann_conv2d_winograd_args a;
     memset(&a, 0, sizeof a);
-    a.c_in = rng_range(1, 40);
+    /* one case in eight past the steps the GEMMs prefetch their weights ahead (64): the
+     * prefetch then moves on into the next GEMM's panel in the middle of a GEMM */
+    a.c_in = rng_range(0, 7) ? rng_range(1, 40) : rng_range(60, 140);
     a.c_out = rng_range(1, 30);
     /* up to 3 blocks of tiles (F(4x4)), tile rows of 1 to more than 16 tiles: a vector of 16
      * tiles may hold the ends of several tile rows */
