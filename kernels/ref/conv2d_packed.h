@@ -445,8 +445,9 @@ static inline int kann_conv2d_packed_phase_plan(const kann_conv2d_packed_args *a
  * the strided convs of the phase path (at least 2 taps, KANN_CONV_PHASE_MIN_K reduction steps)
  * whose tile holds at least KANN_CONV_LANES_MIN_PIXELS output pixels: its repacked weights serve
  * every pixel of the tile, and over fewer the 12 x 32 tile, streaming the panels in place, is
- * faster (resnet18's layer4 3x3 stride 2, 49 pixels: 1.2x slower on lanes). */
-#define KANN_CONV_LANES_MIN_PIXELS 128
+ * faster (resnet18's layer4 3x3 stride 2, 49 pixels: 1.2x slower on lanes; its layer3 one, 196
+ * pixels, 904-922 against 820-823 us inside the network, one thread). */
+#define KANN_CONV_LANES_MIN_PIXELS 256
 
 static inline int kann_conv2d_packed_lanes(const kann_conv2d_packed_args *a, size_t p_begin,
                                            size_t p_end) {
