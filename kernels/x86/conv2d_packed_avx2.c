@@ -12,6 +12,10 @@
 #include "simd_act.h"
 
 #define NR 16
+
+/* Weight floats ahead of the reduction step that the first half-tile prefetches (64 steps of
+ * a panel), as the AVX-512 microkernel does. */
+#define W_PREFETCH (64 * KANN_CONV_PANEL)
 #define MR 6
 
 /* Lanes j < n of a YMM vector (n <= 8) as a maskload/maskstore mask. */
@@ -65,11 +69,17 @@ static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
     const float *w = t->w + row0;
     const ptrdiff_t *taps = t->taps;
     size_t n_taps = t->n_taps;
+    /* the first half prefetches for both: the panel W_PREFETCH steps ahead, B two groups on */
+    int prefetch = row0 == 0;
     if (n == NR) {
         for (size_t g = 0; g < t->n_groups; g++) {
             const float *bg = t->b + g * ldb;
             for (size_t tap = 0; tap < n_taps; tap++, w += KANN_CONV_PANEL) {
                 const float *b = bg + taps[tap];
+                if (prefetch) {
+                    _mm_prefetch((const char *)(b + 2 * ldb), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(w + W_PREFETCH), _MM_HINT_T0);
+                }
                 __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
                 for (int r = 0; r < MR; r++) {
@@ -100,8 +110,12 @@ static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
     __m256 lo = _mm256_set1_ps(kann_act_lo(act)), hi = _mm256_set1_ps(kann_act_hi(act));
     __m256i m0 = lane_mask(n), m1 = lane_mask(n > 8 ? n - 8 : 0);
     if (!t->last) {
-        for (size_t r = 0; r < rows; r++) {
-            float *y = t->y + (row0 + r) * t->ldy;
+        /* constant indices into c (unrolled), as everywhere: a variable one would keep the
+         * accumulators in memory, stored at every step of the reduction */
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) {
+            if ((size_t)r >= rows) break;
+            float *y = t->y + (row0 + (size_t)r) * t->ldy;
             _mm256_maskstore_ps(y, m0, c[r][0]);
             _mm256_maskstore_ps(y + 8, m1, c[r][1]);
         }
