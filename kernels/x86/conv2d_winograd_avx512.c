@@ -392,24 +392,30 @@ static inline __m512 zip_hi(__m512 a, __m512 b) {
     return _mm512_permutex2var_ps(a, idx, b);
 }
 
-/* The activation of a record's stores, in vectors where it has a vector form. */
+/* The activation of a record's stores, in vectors where it has a vector form; clamp: none, relu
+ * or clip, applied as max(lo) and min(hi) (none: -inf and +inf). */
 typedef struct out_act {
     const kann_act *act;
-    int vec;
+    int vec, clamp;
     __m512 lo, hi;
 } out_act;
 
 static inline out_act out_act_of(const kann_act *act) {
-    out_act o = {act, kann_act_vectorizes(act), _mm512_set1_ps(kann_act_lo(act)),
+    int none = act->kind == KANN_ACT_NONE;
+    out_act o = {act, kann_act_vectorizes(act),
+                 none || act->kind == KANN_ACT_RELU || act->kind == KANN_ACT_CLIP,
+                 _mm512_set1_ps(none ? -__builtin_inff() : kann_act_lo(act)),
                  _mm512_set1_ps(kann_act_hi(act))};
     return o;
 }
 
 /* Lanes [lo, hi) of the nv vectors v (as one array of 16 nv floats) to y[lo .. hi), plus the
- * residual res[lo .. hi) (if any), activated. Only those elements of y and res are accessed. */
+ * residual res[lo .. hi) (if any), activated. Only those elements of y and res are accessed.
+ * clamp: a constant where inlined, o->clamp (the activation as two compares, no switch). */
 static inline __attribute__((always_inline)) void store_lanes(float *y, const float *res,
                                                               const __m512 *v, int nv, int64_t lo,
-                                                              int64_t hi, const out_act *o) {
+                                                              int64_t hi, const out_act *o,
+                                                              int clamp) {
 #pragma GCC unroll 4
     for (int q = 0; q < nv; q++) {
         __mmask16 kq = lane_range(lo - 16 * q, hi - 16 * q);
@@ -417,10 +423,13 @@ static inline __attribute__((always_inline)) void store_lanes(float *y, const fl
         __m512 vq = v[q];
         /* masked lanes are not accessed: y + 16 q may lie before the row */
         if (res) vq = _mm512_add_ps(vq, _mm512_maskz_loadu_ps(kq, res + 16 * q));
-        if (o->vec) vq = vf_act(vq, o->act, o->lo, o->hi);
+        if (clamp)
+            vq = _mm512_min_ps(o->hi, _mm512_max_ps(o->lo, vq));
+        else if (o->vec)
+            vq = vf_act(vq, o->act, o->lo, o->hi);
         _mm512_mask_storeu_ps(y + 16 * q, kq, vq);
     }
-    if (!o->vec)
+    if (!clamp && !o->vec)
         for (int64_t j = lo; j < hi; j++)
             y[j] = kann_act_apply(o->act, y[j]);
 }
@@ -453,11 +462,11 @@ static void run_outputs(const kann_conv2d_winograd_args *a, const tile_run *runs
 /* Output row i of a group's runs from its transformed row v (nv vectors). */
 static inline __attribute__((always_inline)) void
 store_runs(const run_out *outs, const lane_group *g, size_t i, size_t w_out, const __m512 *v,
-           int nv, float *yr, const float *rr, const out_act *o) {
+           int nv, float *yr, const float *rr, const out_act *o, int clamp) {
     for (const run_out *ro = outs + g->r; ro < outs + g->end; ro++) {
         if (i >= ro->rows) continue;
         ptrdiff_t at = ro->at + (ptrdiff_t)(i * w_out);
-        store_lanes(yr + at, rr ? rr + at : NULL, v, nv, ro->lo, ro->hi, o);
+        store_lanes(yr + at, rr ? rr + at : NULL, v, nv, ro->lo, ro->hi, o, clamp);
     }
 }
 
@@ -465,8 +474,9 @@ store_runs(const run_out *outs, const lane_group *g, size_t i, size_t w_out, con
  * vector of 16 tiles, A^T M A (columns, then rows), each output row's four column vectors
  * interleaved into 64 outputs (4 per tile), then bias, residual and activation as they are
  * stored to the tiles' rows of y. */
-static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
-                          size_t m0, size_t mr, const float *bias, const float *res, float *y) {
+static inline __attribute__((always_inline)) void
+output_block4(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n, size_t m0,
+              size_t mr, const float *bias, const float *res, float *y, int clamp) {
     tile_run runs[KANN_WINO_BLOCK];
     lane_group groups[KANN_WINO_BLOCK];
     run_out outs[KANN_WINO_BLOCK];
@@ -511,15 +521,16 @@ static void output_block4(const kann_conv2d_winograd_args *a, const float *mb, s
                     _mm512_castpd_ps(_mm512_permutex2var_pd(p01h, quad_lo, p23h)),
                     _mm512_castpd_ps(_mm512_permutex2var_pd(p01h, quad_hi, p23h)),
                 };
-                store_runs(outs, g, i, w_out, out, 4, yr, rr, &oa);
+                store_runs(outs, g, i, w_out, out, 4, yr, rr, &oa, clamp);
             }
         }
     }
 }
 
 /* The F(2x2, 3x3) output transform of one weight panel over a block. */
-static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
-                          size_t m0, size_t mr, const float *bias, const float *res, float *y) {
+static inline __attribute__((always_inline)) void
+output_block2(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n, size_t m0,
+              size_t mr, const float *bias, const float *res, float *y, int clamp) {
     tile_run runs[KANN_WINO_BLOCK];
     lane_group groups[KANN_WINO_BLOCK];
     run_out outs[KANN_WINO_BLOCK];
@@ -545,20 +556,49 @@ static void output_block2(const kann_conv2d_winograd_args *a, const float *mb, s
                 __m512 o0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(s[0], s[1]), s[2]), bv);
                 __m512 o1 = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(s[1], s[2]), s[3]), bv);
                 __m512 v[2] = {zip_lo(o0, o1), zip_hi(o0, o1)};
-                store_runs(outs, g, i, w_out, v, 2, yr, rr, &oa);
+                store_runs(outs, g, i, w_out, v, 2, yr, rr, &oa, clamp);
             }
         }
     }
 }
 
-static __attribute__((noinline)) void output_block(const kann_conv2d_winograd_args *a,
-                                                   const float *mb, size_t q0, size_t n, size_t m0,
-                                                   size_t mr, const float *bias, const float *res,
-                                                   float *y) {
+/* Each transform in two copies: a clamp activation (none, relu, clip: the shared models' convs)
+ * inlined as two compares, or any activation. */
+static __attribute__((noinline)) void output_block4_clamp(const kann_conv2d_winograd_args *a,
+                                                          const float *mb, size_t q0, size_t n,
+                                                          size_t m0, size_t mr, const float *bias,
+                                                          const float *res, float *y) {
+    output_block4(a, mb, q0, n, m0, mr, bias, res, y, 1);
+}
+
+static __attribute__((noinline)) void output_block4_any(const kann_conv2d_winograd_args *a,
+                                                        const float *mb, size_t q0, size_t n,
+                                                        size_t m0, size_t mr, const float *bias,
+                                                        const float *res, float *y) {
+    output_block4(a, mb, q0, n, m0, mr, bias, res, y, 0);
+}
+
+static __attribute__((noinline)) void output_block2_clamp(const kann_conv2d_winograd_args *a,
+                                                          const float *mb, size_t q0, size_t n,
+                                                          size_t m0, size_t mr, const float *bias,
+                                                          const float *res, float *y) {
+    output_block2(a, mb, q0, n, m0, mr, bias, res, y, 1);
+}
+
+static __attribute__((noinline)) void output_block2_any(const kann_conv2d_winograd_args *a,
+                                                        const float *mb, size_t q0, size_t n,
+                                                        size_t m0, size_t mr, const float *bias,
+                                                        const float *res, float *y) {
+    output_block2(a, mb, q0, n, m0, mr, bias, res, y, 0);
+}
+
+static void output_block(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
+                         size_t m0, size_t mr, const float *bias, const float *res, float *y) {
+    int clamp = out_act_of(&a->act).clamp;
     if (a->transform == KANN_WINO_F4X4)
-        output_block4(a, mb, q0, n, m0, mr, bias, res, y);
+        (clamp ? output_block4_clamp : output_block4_any)(a, mb, q0, n, m0, mr, bias, res, y);
     else
-        output_block2(a, mb, q0, n, m0, mr, bias, res, y);
+        (clamp ? output_block2_clamp : output_block2_any)(a, mb, q0, n, m0, mr, bias, res, y);
 }
 
 void kann_f32_conv2d_winograd_avx512(const void *args, const kann_exec *ex) {
