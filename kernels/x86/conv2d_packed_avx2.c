@@ -12,11 +12,11 @@
 #include "simd_act.h"
 
 #define NR 16
+#define MR 6
 
 /* Weight floats ahead of the reduction step that the first half-tile prefetches (64 steps of
  * a panel), as the AVX-512 microkernel does. */
 #define W_PREFETCH (64 * KANN_CONV_PANEL)
-#define MR 6
 
 /* Lanes j < n of a YMM vector (n <= 8) as a maskload/maskstore mask. */
 static inline __m256i lane_mask(size_t n) {
@@ -107,7 +107,11 @@ static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
     }
     const kann_act *act = t->act;
     int vec_act = kann_act_vectorizes(act);
-    __m256 lo = _mm256_set1_ps(kann_act_lo(act)), hi = _mm256_set1_ps(kann_act_hi(act));
+    /* none, relu and clip as a max and a min (none: -inf and +inf), no switch per vector */
+    int none = act->kind == KANN_ACT_NONE;
+    int clamp = none || act->kind == KANN_ACT_RELU || act->kind == KANN_ACT_CLIP;
+    __m256 lo = _mm256_set1_ps(none ? -__builtin_inff() : kann_act_lo(act)),
+           hi = _mm256_set1_ps(kann_act_hi(act));
     __m256i m0 = lane_mask(n), m1 = lane_mask(n > 8 ? n - 8 : 0);
     if (!t->last) {
         /* constant indices into c (unrolled), as everywhere: a variable one would keep the
@@ -136,17 +140,27 @@ static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
             store_segments(t, row, v0, v1, vec_act, lo, hi);
             continue;
         }
+        /* a whole strip: plain loads and stores */
         if (t->res) {
             const float *res = t->res + row * t->ldy;
-            v0 = _mm256_add_ps(v0, _mm256_maskload_ps(res, m0));
-            v1 = _mm256_add_ps(v1, _mm256_maskload_ps(res + 8, m1));
+            v0 = _mm256_add_ps(v0, n == NR ? _mm256_loadu_ps(res) : _mm256_maskload_ps(res, m0));
+            v1 = _mm256_add_ps(v1, n == NR ? _mm256_loadu_ps(res + 8)
+                                           : _mm256_maskload_ps(res + 8, m1));
         }
-        if (vec_act) {
+        if (clamp) {
+            v0 = _mm256_min_ps(hi, _mm256_max_ps(lo, v0));
+            v1 = _mm256_min_ps(hi, _mm256_max_ps(lo, v1));
+        } else if (vec_act) {
             v0 = vf_act(v0, act, lo, hi);
             v1 = vf_act(v1, act, lo, hi);
         }
-        _mm256_maskstore_ps(y, m0, v0);
-        _mm256_maskstore_ps(y + 8, m1, v1);
+        if (n == NR) {
+            _mm256_storeu_ps(y, v0);
+            _mm256_storeu_ps(y + 8, v1);
+        } else {
+            _mm256_maskstore_ps(y, m0, v0);
+            _mm256_maskstore_ps(y + 8, m1, v1);
+        }
         if (!vec_act)
             for (size_t j = 0; j < n; j++)
                 y[j] = kann_act_apply(act, y[j]);
