@@ -246,7 +246,7 @@ static inline void kann_wino_output_block(const kann_conv2d_winograd_args *a, co
 
 /* The weight panel of output channel m0 at position p. */
 static inline const float *kann_wino_panel(const float *u, size_t p, size_t m0, size_t panels,
-                                      size_t c_in) {
+                                           size_t c_in) {
     return u + (p * panels + m0 / KANN_CONV_PANEL) * c_in * KANN_CONV_PANEL;
 }
 
@@ -282,7 +282,8 @@ kann_conv2d_winograd_drive(const kann_conv2d_winograd_args *a, const kann_exec *
                  * from the first panel again */
                 size_t p_next = p + 1 < positions ? p + 1 : 0;
                 size_t m_next = p_next ? m0 : m0 + KANN_CONV_PANEL < m_end ? m0 + mr : m_begin;
-                gemm(kann_wino_panel(u, p, m0, panels, c_in), kann_wino_panel(u, p_next, m_next, panels, c_in),
+                gemm(kann_wino_panel(u, p, m0, panels, c_in),
+                     kann_wino_panel(u, p_next, m_next, panels, c_in),
                      v + p * c_in * KANN_WINO_BLOCK, c_in, n,
                      mb + p * KANN_CONV_PANEL * KANN_WINO_BLOCK);
             }

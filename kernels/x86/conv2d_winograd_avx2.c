@@ -10,8 +10,8 @@
 /* Reduction steps the weights are prefetched ahead, into the next GEMM's panel at the end. */
 #define WINO_U_PREFETCH 64
 
-static void gemm_12x8x4(const float *u, const float *u_next, const float *v, size_t c_in,
-                        size_t n, float *m) {
+static void gemm_12x8x4(const float *u, const float *u_next, const float *v, size_t c_in, size_t n,
+                        float *m) {
     size_t ahead = c_in < WINO_U_PREFETCH ? c_in : WINO_U_PREFETCH;
     const float *u_end = u + c_in * KANN_CONV_PANEL;
     for (size_t j0 = 0; j0 < n; j0 += 8) {

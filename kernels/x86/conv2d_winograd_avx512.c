@@ -23,9 +23,8 @@
 
 /* The 12 x 32 (w == 2) or 12 x 16 (w == 1) register tile over a block's first 16 w columns;
  * w is a constant in each inlined copy, so the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void gemm_12xw(const float *u, const float *u_next,
-                                                            const float *v, size_t c_in, float *m,
-                                                            int w) {
+static inline __attribute__((always_inline)) void
+gemm_12xw(const float *u, const float *u_next, const float *v, size_t c_in, float *m, int w) {
     __m512 c[KANN_CONV_PANEL][2];
     for (int r = 0; r < KANN_CONV_PANEL; r++)
         for (int h = 0; h < w; h++)
