@@ -13,8 +13,8 @@
 static inline __attribute__((always_inline)) void bt4(const __m256 d[6], __m256 o[6]) {
     const __m256 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f);
     __m256 a = _mm256_fnmadd_ps(four, d[2], d[4]), b = _mm256_fnmadd_ps(four, d[1], d[3]);
-    __m256 c = _mm256_sub_ps(d[4], d[2]), e = _mm256_add_ps(_mm256_sub_ps(d[3], d[1]),
-                                                             _mm256_sub_ps(d[3], d[1]));
+    __m256 c = _mm256_sub_ps(d[4], d[2]),
+           e = _mm256_add_ps(_mm256_sub_ps(d[3], d[1]), _mm256_sub_ps(d[3], d[1]));
     o[0] = _mm256_add_ps(_mm256_fnmadd_ps(five, d[2], _mm256_mul_ps(four, d[0])), d[4]);
     o[1] = _mm256_add_ps(a, b);
     o[2] = _mm256_sub_ps(a, b);
@@ -49,7 +49,8 @@ static void tile_lanes_of(const kann_conv2d_winograd_args *a, size_t q, size_t q
         r0[k] = qk < q_end ? (int32_t)(e * (qk / tw_n)) - (int32_t)a->pad : -8;
         c0[k] = qk < q_end ? (int32_t)(e * (qk % tw_n)) - (int32_t)a->pad : 0;
     }
-    __m256i r = _mm256_loadu_si256((const __m256i *)r0), c = _mm256_loadu_si256((const __m256i *)c0);
+    __m256i r = _mm256_loadu_si256((const __m256i *)r0),
+            c = _mm256_loadu_si256((const __m256i *)c0);
     __m256i h = _mm256_set1_epi32((int32_t)a->h_in), w = _mm256_set1_epi32((int32_t)a->w_in);
     __m256i minus1 = _mm256_set1_epi32(-1);
     for (int i = 0; i < (int)e + 2; i++) {
@@ -63,8 +64,8 @@ static void tile_lanes_of(const kann_conv2d_winograd_args *a, size_t q, size_t q
 }
 
 /* Input (i, j) of the 8 tiles from the plane xc, 0 outside x. */
-static inline __attribute__((always_inline)) __m256 tile_input(const float *xc,
-                                                               const tile_lanes *t, int i, int j) {
+static inline __attribute__((always_inline)) __m256 tile_input(const float *xc, const tile_lanes *t,
+                                                               int i, int j) {
     __m256i in = _mm256_and_si256(t->row_in[i], t->col_in[j]);
     __m256i at = _mm256_add_epi32(t->row_at[i], t->col_at[j]);
     return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), xc, at, _mm256_castsi256_ps(in), 4);
