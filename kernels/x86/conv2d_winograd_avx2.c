@@ -1,13 +1,18 @@
 /* conv2d_winograd for AVX2: the 16 GEMMs of each block of 32 tiles as up to four 12 x 8
  * register tiles (12 YMM accumulators each; as many as the block's tiles need), the first of
- * them prefetching the weights as the AVX-512 variant does; the input transform 8 tiles a
- * vector, each input of a tile gathered (the padding masked off); the output transform is the
- * shared portable one. */
+ * them prefetching the weights as the AVX-512 variant does; both transforms 8 tiles a vector:
+ * each input of a tile gathered (the padding masked off), each output row of 8 tiles of one
+ * tile row interleaved back into a run of y (elsewhere stored tile by tile). */
 #include <immintrin.h>
 #include <stdint.h>
 
 #include "kann_x86.h"
+#include "ref/act.h"
 #include "ref/conv2d_winograd.h"
+
+#define KANN_VEC_BITS 256
+#include "vec_math.h"
+#include "simd_act.h"
 
 /* o = B^T d of F(4x4, 3x3) on vectors (kann_wino4_bt). */
 static inline __attribute__((always_inline)) void bt4(const __m256 d[6], __m256 o[6]) {
@@ -165,6 +170,123 @@ static void gemm_12x8x4(const float *u, const float *u_next, const float *v, siz
     }
 }
 
+/* o = A^T m of F(4x4, 3x3) on vectors (kann_wino4_at). */
+static inline __attribute__((always_inline)) void at4(const __m256 m[6], __m256 o[4]) {
+    __m256 a = _mm256_add_ps(m[1], m[2]), b = _mm256_sub_ps(m[1], m[2]);
+    __m256 c = _mm256_add_ps(m[3], m[4]), d = _mm256_sub_ps(m[3], m[4]);
+    o[0] = _mm256_add_ps(_mm256_add_ps(m[0], a), c);
+    o[1] = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), d, b);
+    o[2] = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), c, a);
+    o[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.0f), d, b), m[5]);
+}
+
+/* o = A^T m of F(2x2, 3x3) on vectors. */
+static inline __attribute__((always_inline)) void at2(const __m256 m[4], __m256 o[2]) {
+    o[0] = _mm256_add_ps(_mm256_add_ps(m[0], m[1]), m[2]);
+    o[1] = _mm256_sub_ps(_mm256_sub_ps(m[1], m[2]), m[3]);
+}
+
+/* Output row i of 8 tiles, o[j] holding column j of tile k in lane k, as the row's run of 4 * 8
+ * (e = 4) or 2 * 8 floats, tile after tile, in run[0 .. e). */
+static inline __attribute__((always_inline)) void interleave(const __m256 *o, int e, __m256 *run) {
+    if (e == 2) {
+        __m256 lo = _mm256_unpacklo_ps(o[0], o[1]), hi = _mm256_unpackhi_ps(o[0], o[1]);
+        run[0] = _mm256_permute2f128_ps(lo, hi, 0x20); /* tiles 0..3 */
+        run[1] = _mm256_permute2f128_ps(lo, hi, 0x31); /* tiles 4..7 */
+        return;
+    }
+    __m256 u0 = _mm256_unpacklo_ps(o[0], o[1]), u1 = _mm256_unpackhi_ps(o[0], o[1]);
+    __m256 u2 = _mm256_unpacklo_ps(o[2], o[3]), u3 = _mm256_unpackhi_ps(o[2], o[3]);
+    __m256 w0 = _mm256_shuffle_ps(u0, u2, 0x44), w1 = _mm256_shuffle_ps(u0, u2, 0xee);
+    __m256 w2 = _mm256_shuffle_ps(u1, u3, 0x44), w3 = _mm256_shuffle_ps(u1, u3, 0xee);
+    run[0] = _mm256_permute2f128_ps(w0, w1, 0x20); /* tiles 0, 1 */
+    run[1] = _mm256_permute2f128_ps(w2, w3, 0x20); /* tiles 2, 3 */
+    run[2] = _mm256_permute2f128_ps(w0, w1, 0x31); /* tiles 4, 5 */
+    run[3] = _mm256_permute2f128_ps(w2, w3, 0x31); /* tiles 6, 7 */
+}
+
+/* The output transform of one weight panel over a block (kann_wino_output_block), 8 tiles a
+ * vector: A^T M A with the bias; 8 tiles of one tile row whose outputs lie inside y go back as
+ * runs of their output rows (residual and activation as vectors), others tile by tile. */
+static void output_block(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
+                         size_t m0, size_t mr, const float *bias, const float *res, float *y) {
+    size_t hw = (size_t)a->h_out * a->w_out, tw_n = kann_wino_tiles_w(a), e = kann_wino_edge(a);
+    size_t w_out = a->w_out, ms = KANN_CONV_PANEL * KANN_WINO_BLOCK;
+    const kann_act *act = &a->act;
+    int vec_act = kann_act_vectorizes(act);
+    __m256 lo = _mm256_set1_ps(kann_act_lo(act)), hi = _mm256_set1_ps(kann_act_hi(act));
+    for (size_t r = 0; r < mr; r++) {
+        __m256 bv = _mm256_set1_ps(bias ? bias[m0 + r] : 0.0f);
+        const float *rr = res ? res + (m0 + r) * hw : NULL;
+        float *yr = y + (m0 + r) * hw;
+        for (size_t g0 = 0; g0 < n; g0 += 8) {
+            size_t cnt = n - g0 < 8 ? n - g0 : 8;
+            const float *src = mb + r * KANN_WINO_BLOCK + g0;
+            __m256 o[4][4]; /* output (i, j) of the 8 tiles, the bias added */
+            if (e == 4) {
+                __m256 s[4][6];
+                for (size_t j = 0; j < 6; j++) { /* columns: s = A^T M */
+                    __m256 col[6], c4[4];
+                    for (size_t i = 0; i < 6; i++)
+                        col[i] = _mm256_loadu_ps(src + (i * 6 + j) * ms);
+                    at4(col, c4);
+                    for (size_t i = 0; i < 4; i++)
+                        s[i][j] = c4[i];
+                }
+                for (size_t i = 0; i < 4; i++) /* rows: s A */
+                    at4(s[i], o[i]);
+            } else {
+                __m256 s[2][4];
+                for (size_t j = 0; j < 4; j++) {
+                    __m256 col[4], c2[2];
+                    for (size_t i = 0; i < 4; i++)
+                        col[i] = _mm256_loadu_ps(src + (i * 4 + j) * ms);
+                    at2(col, c2);
+                    s[0][j] = c2[0];
+                    s[1][j] = c2[1];
+                }
+                at2(s[0], o[0]);
+                at2(s[1], o[1]);
+            }
+            for (size_t i = 0; i < e; i++)
+                for (size_t j = 0; j < e; j++)
+                    o[i][j] = _mm256_add_ps(o[i][j], bv);
+            size_t q = q0 + g0, th = q / tw_n, tw = q - th * tw_n;
+            if (cnt == 8 && tw + 8 <= tw_n && e * (tw + 8) <= w_out && e * (th + 1) <= a->h_out) {
+                for (size_t i = 0; i < e; i++) {
+                    __m256 run[4];
+                    interleave(o[i], (int)e, run);
+                    size_t at = (e * th + i) * w_out + e * tw;
+                    for (size_t k = 0; k < e; k++) {
+                        __m256 v = run[k];
+                        if (rr) v = _mm256_add_ps(v, _mm256_loadu_ps(rr + at + 8 * k));
+                        if (vec_act) v = vf_act(v, act, lo, hi);
+                        _mm256_storeu_ps(yr + at + 8 * k, v);
+                    }
+                    if (!vec_act)
+                        for (size_t k = 0; k < 8 * e; k++)
+                            yr[at + k] = kann_act_apply(act, yr[at + k]);
+                }
+                continue;
+            }
+            _Alignas(32) float out[4][4][8];
+            for (size_t i = 0; i < e; i++)
+                for (size_t j = 0; j < e; j++)
+                    _mm256_store_ps(out[i][j], o[i][j]);
+            for (size_t k = 0; k < cnt; k++) {
+                size_t qk = q + k, thk = qk / tw_n, twk = qk - thk * tw_n;
+                for (size_t i = 0; i < e && e * thk + i < a->h_out; i++)
+                    for (size_t j = 0; j < e && e * twk + j < w_out; j++) {
+                        size_t at = (e * thk + i) * w_out + e * twk + j;
+                        float val = out[i][j][k];
+                        if (rr) val += rr[at];
+                        yr[at] = kann_act_apply(act, val);
+                    }
+            }
+        }
+    }
+}
+
 void kann_f32_conv2d_winograd_avx2(const void *args, const kann_exec *ex) {
-    kann_conv2d_winograd_drive(args, ex, input_block, gemm_12x8x4, kann_wino_output_block, 1);
+    kann_conv2d_winograd_drive(args, ex, input_block, gemm_12x8x4, output_block, 1);
 }
