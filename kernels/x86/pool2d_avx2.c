@@ -107,9 +107,11 @@ void kann_f32_pool2d_avx2(const void *args, const kann_exec *ex) {
                 int whole = len == LANES && iw_base >= 0 && iw_base + span <= w_in;
                 /* one running max per other tap column: independent chains */
                 __m256 acc = neg_inf, acc1 = neg_inf;
+                /* no tap column inside x: no row to visit (the outputs are 0) */
+                uint32_t t_lo = has_cols[v] ? kh.lo : kh.hi;
                 if (shared3 && whole) {
                     __m256 c0 = neg_inf, c8 = neg_inf, c1 = neg_inf, c9 = neg_inf;
-                    for (uint32_t t = kh.lo; t < kh.hi; t++) {
+                    for (uint32_t t = t_lo; t < kh.hi; t++) {
                         const float *xc =
                             xp + (size_t)(ih0 + (int64_t)t * a->dil_h) * a->w_in + iw_base;
                         /* NaN inputs are skipped, as in the reference */
@@ -121,7 +123,7 @@ void kann_f32_pool2d_avx2(const void *args, const kann_exec *ex) {
                     acc = _mm256_max_ps(even_lanes(c0, c8), odd_lanes(c0, c8));
                     acc1 = odd_lanes(c1, c9);
                 }
-                for (uint32_t t = shared3 && whole ? kh.hi : kh.lo; t < kh.hi; t++) {
+                for (uint32_t t = shared3 && whole ? kh.hi : t_lo; t < kh.hi; t++) {
                     const float *xr = xp + (size_t)(ih0 + (int64_t)t * a->dil_h) * a->w_in;
                     for (uint32_t kw = 0; kw < a->k_w; kw++) {
                         int64_t iw0 = iw_base + (int64_t)kw * a->dil_w;
