@@ -13,20 +13,7 @@
 #define KANN_VEC_BITS 256
 #include "vec_math.h"
 #include "simd_act.h"
-
-/* o = B^T d of F(4x4, 3x3) on vectors (kann_wino4_bt). */
-static inline __attribute__((always_inline)) void bt4(const __m256 d[6], __m256 o[6]) {
-    const __m256 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f);
-    __m256 a = _mm256_fnmadd_ps(four, d[2], d[4]), b = _mm256_fnmadd_ps(four, d[1], d[3]);
-    __m256 c = _mm256_sub_ps(d[4], d[2]),
-           e = _mm256_add_ps(_mm256_sub_ps(d[3], d[1]), _mm256_sub_ps(d[3], d[1]));
-    o[0] = _mm256_add_ps(_mm256_fnmadd_ps(five, d[2], _mm256_mul_ps(four, d[0])), d[4]);
-    o[1] = _mm256_add_ps(a, b);
-    o[2] = _mm256_sub_ps(a, b);
-    o[3] = _mm256_add_ps(c, e);
-    o[4] = _mm256_sub_ps(c, e);
-    o[5] = _mm256_add_ps(_mm256_fnmadd_ps(five, d[3], _mm256_mul_ps(four, d[1])), d[5]);
-}
+#include "wino_vec.h"
 
 /* o = B^T d of F(2x2, 3x3) on vectors. */
 static inline __attribute__((always_inline)) void bt2(const __m256 d[4], __m256 o[4]) {
@@ -106,13 +93,13 @@ static void input_block(const kann_conv2d_winograd_args *a, const float *x, size
                     __m256 d[6];
                     for (int j = 0; j < 6; j++)
                         d[j] = tile_input(xc, t, i, j);
-                    bt4(d, h[i]);
+                    wino_bt4(d, h[i]);
                 }
                 for (int j = 0; j < 6; j++) { /* then down the columns */
                     __m256 col[6], o[6];
                     for (int i = 0; i < 6; i++)
                         col[i] = h[i][j];
-                    bt4(col, o);
+                    wino_bt4(col, o);
                     for (int i = 0; i < 6; i++)
                         _mm256_storeu_ps(dst + (i * 6 + j) * KANN_WINO_BLOCK, o[i]);
                 }
@@ -170,16 +157,6 @@ static void gemm_12x8x4(const float *u, const float *u_next, const float *v, siz
     }
 }
 
-/* o = A^T m of F(4x4, 3x3) on vectors (kann_wino4_at). */
-static inline __attribute__((always_inline)) void at4(const __m256 m[6], __m256 o[4]) {
-    __m256 a = _mm256_add_ps(m[1], m[2]), b = _mm256_sub_ps(m[1], m[2]);
-    __m256 c = _mm256_add_ps(m[3], m[4]), d = _mm256_sub_ps(m[3], m[4]);
-    o[0] = _mm256_add_ps(_mm256_add_ps(m[0], a), c);
-    o[1] = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), d, b);
-    o[2] = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), c, a);
-    o[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.0f), d, b), m[5]);
-}
-
 /* o = A^T m of F(2x2, 3x3) on vectors. */
 static inline __attribute__((always_inline)) void at2(const __m256 m[4], __m256 o[2]) {
     o[0] = _mm256_add_ps(_mm256_add_ps(m[0], m[1]), m[2]);
@@ -229,12 +206,12 @@ static void output_block(const kann_conv2d_winograd_args *a, const float *mb, si
                     __m256 col[6], c4[4];
                     for (size_t i = 0; i < 6; i++)
                         col[i] = _mm256_loadu_ps(src + (i * 6 + j) * ms);
-                    at4(col, c4);
+                    wino_at4(col, c4);
                     for (size_t i = 0; i < 4; i++)
                         s[i][j] = c4[i];
                 }
                 for (size_t i = 0; i < 4; i++) /* rows: s A */
-                    at4(s[i], o[i]);
+                    wino_at4(s[i], o[i]);
             } else {
                 __m256 s[2][4];
                 for (size_t j = 0; j < 4; j++) {

@@ -13,6 +13,7 @@
 #define KANN_VEC_BITS 512
 #include "vec_math.h"
 #include "simd_act.h"
+#include "wino_vec.h"
 
 /* Reduction steps the weights are prefetched ahead. A panel's weights at a position (c_in x 12
  * floats) are read once per block, from memory for all but the smallest layers: without the
@@ -180,30 +181,6 @@ static void store_stage(const float stage[][KANN_WINO_BLOCK], size_t positions, 
     }
 }
 
-/* o = B^T d of F(4x4, 3x3) on vectors (kann_wino4_bt). */
-static inline __attribute__((always_inline)) void bt4(const __m512 d[6], __m512 o[6]) {
-    const __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(5.0f);
-    __m512 a = _mm512_fnmadd_ps(four, d[2], d[4]), b = _mm512_fnmadd_ps(four, d[1], d[3]);
-    __m512 c = _mm512_sub_ps(d[4], d[2]), e = _mm512_sub_ps(d[3], d[1]);
-    e = _mm512_add_ps(e, e);
-    o[0] = _mm512_add_ps(_mm512_fnmadd_ps(five, d[2], _mm512_mul_ps(four, d[0])), d[4]);
-    o[1] = _mm512_add_ps(a, b);
-    o[2] = _mm512_sub_ps(a, b);
-    o[3] = _mm512_add_ps(c, e);
-    o[4] = _mm512_sub_ps(c, e);
-    o[5] = _mm512_add_ps(_mm512_fnmadd_ps(five, d[3], _mm512_mul_ps(four, d[1])), d[5]);
-}
-
-/* o = A^T m of F(4x4, 3x3) on vectors (kann_wino4_at). */
-static inline __attribute__((always_inline)) void at4(const __m512 m[6], __m512 o[4]) {
-    __m512 a = _mm512_add_ps(m[1], m[2]), b = _mm512_sub_ps(m[1], m[2]);
-    __m512 c = _mm512_add_ps(m[3], m[4]), d = _mm512_sub_ps(m[3], m[4]);
-    o[0] = _mm512_add_ps(_mm512_add_ps(m[0], a), c);
-    o[1] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), d, b);
-    o[2] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), c, a);
-    o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), d, b), m[5]);
-}
-
 /* Row y of the plane xc at the columns col0 + 4k + j of the 16 tiles k of a run, j = 0..5, into
  * d[j]; zero outside the plane (rows and columns of the padding, columns past the row; lanes of
  * tiles past the run hold whatever the row has there). The
@@ -318,7 +295,7 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
             for (size_t i = 0; i < 6; i++) {
                 __m512 d[6];
                 group_row4(a, xc, runs, g, i, d);
-                bt4(d, h[i]);
+                wino_bt4(d, h[i]);
             }
             __mmask16 keep = first_lanes((int64_t)g->n);
             float *dst = stage[0] + g->base;
@@ -326,7 +303,7 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
                 __m512 col[6], o[6];
                 for (size_t i = 0; i < 6; i++)
                     col[i] = h[i][j];
-                bt4(col, o);
+                wino_bt4(col, o);
                 for (size_t i = 0; i < 6; i++)
                     _mm512_mask_storeu_ps(dst + (i * 6 + j) * KANN_WINO_BLOCK, keep, o[i]);
             }
@@ -499,7 +476,7 @@ output_block4(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, si
                 __m512 col[6], o[4];
                 for (size_t i = 0; i < 6; i++)
                     col[i] = _mm512_maskz_loadu_ps(keep, src + (i * 6 + j) * ms);
-                at4(col, o);
+                wino_at4(col, o);
                 for (size_t i = 0; i < 4; i++)
                     s[i][j] = o[i];
             }
@@ -507,7 +484,7 @@ output_block4(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, si
 #pragma GCC unroll 4
             for (size_t i = 0; i < 4; i++) {
                 __m512 o[4];
-                at4(s[i], o);
+                wino_at4(s[i], o);
                 for (int b = 0; b < 4; b++)
                     o[b] = _mm512_add_ps(o[b], bv);
                 __m512d p01l = _mm512_castps_pd(zip_lo(o[0], o[1]));
@@ -563,41 +540,27 @@ output_block2(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, si
 
 /* Each transform in two copies: a clamp activation (none, relu, clip: the shared models' convs)
  * inlined as two compares, or any activation. */
-static __attribute__((noinline)) void output_block4_clamp(const kann_conv2d_winograd_args *a,
-                                                          const float *mb, size_t q0, size_t n,
-                                                          size_t m0, size_t mr, const float *bias,
-                                                          const float *res, float *y) {
-    output_block4(a, mb, q0, n, m0, mr, bias, res, y, 1);
+static __attribute__((noinline)) void output_f4(const kann_conv2d_winograd_args *a, const float *mb,
+                                                size_t q0, size_t n, size_t m0, size_t mr,
+                                                const float *bias, const float *res, float *y) {
+    if (out_act_of(&a->act).clamp)
+        output_block4(a, mb, q0, n, m0, mr, bias, res, y, 1);
+    else
+        output_block4(a, mb, q0, n, m0, mr, bias, res, y, 0);
 }
 
-static __attribute__((noinline)) void output_block4_any(const kann_conv2d_winograd_args *a,
-                                                        const float *mb, size_t q0, size_t n,
-                                                        size_t m0, size_t mr, const float *bias,
-                                                        const float *res, float *y) {
-    output_block4(a, mb, q0, n, m0, mr, bias, res, y, 0);
-}
-
-static __attribute__((noinline)) void output_block2_clamp(const kann_conv2d_winograd_args *a,
-                                                          const float *mb, size_t q0, size_t n,
-                                                          size_t m0, size_t mr, const float *bias,
-                                                          const float *res, float *y) {
-    output_block2(a, mb, q0, n, m0, mr, bias, res, y, 1);
-}
-
-static __attribute__((noinline)) void output_block2_any(const kann_conv2d_winograd_args *a,
-                                                        const float *mb, size_t q0, size_t n,
-                                                        size_t m0, size_t mr, const float *bias,
-                                                        const float *res, float *y) {
-    output_block2(a, mb, q0, n, m0, mr, bias, res, y, 0);
+static __attribute__((noinline)) void output_f2(const kann_conv2d_winograd_args *a, const float *mb,
+                                                size_t q0, size_t n, size_t m0, size_t mr,
+                                                const float *bias, const float *res, float *y) {
+    if (out_act_of(&a->act).clamp)
+        output_block2(a, mb, q0, n, m0, mr, bias, res, y, 1);
+    else
+        output_block2(a, mb, q0, n, m0, mr, bias, res, y, 0);
 }
 
 static void output_block(const kann_conv2d_winograd_args *a, const float *mb, size_t q0, size_t n,
                          size_t m0, size_t mr, const float *bias, const float *res, float *y) {
-    int clamp = out_act_of(&a->act).clamp;
-    if (a->transform == KANN_WINO_F4X4)
-        (clamp ? output_block4_clamp : output_block4_any)(a, mb, q0, n, m0, mr, bias, res, y);
-    else
-        (clamp ? output_block2_clamp : output_block2_any)(a, mb, q0, n, m0, mr, bias, res, y);
+    (a->transform == KANN_WINO_F4X4 ? output_f4 : output_f2)(a, mb, q0, n, m0, mr, bias, res, y);
 }
 
 void kann_f32_conv2d_winograd_avx512(const void *args, const kann_exec *ex) {
