@@ -10,24 +10,15 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 #include "ref/window.h"
+#include "pool2d_vec.h"
 
 #define KANN_VEC_BITS 256
 #include "vec_math.h"
 #include "simd_act.h"
 
 #define LANES 8
-/* Window width the vector path handles. */
-#define MAX_KW 16
-/* Output row width it handles, in 8-column vectors. */
+/* Output row width the vector path handles, in 8-column vectors. */
 #define MAX_VECS 256
-
-static int vector_path(const kann_pool2d_args *a) {
-    uint64_t reach = (uint64_t)a->w_out * a->stride_w + (uint64_t)a->k_w * a->dil_w + a->pad_left +
-                     a->w_in + (uint64_t)a->h_out * a->stride_h + (uint64_t)a->k_h * a->dil_h +
-                     a->pad_top + a->h_in;
-    return a->kind == KANN_POOL_MAX && (a->stride_w == 1 || a->stride_w == 2) && a->k_w <= MAX_KW &&
-           a->w_out <= LANES * MAX_VECS && reach < ((uint64_t)1 << 40);
-}
 
 /* Lanes i of a vector whose column col + i lies in [0, w_in), as a load mask. */
 static inline __m256i inside(int64_t col, int64_t w_in) {
@@ -62,7 +53,7 @@ static inline __m256 odd_lanes(__m256 a, __m256 b) {
 
 void kann_f32_pool2d_avx2(const void *args, const kann_exec *ex) {
     const kann_pool2d_args *a = args;
-    if (!vector_path(a)) {
+    if (!kann_pool2d_vector_path(a, LANES * MAX_VECS)) {
         kann_f32_pool2d_ref(args, ex);
         return;
     }

@@ -10,6 +10,7 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 #include "ref/window.h"
+#include "pool2d_vec.h"
 
 #define KANN_VEC_BITS 512
 #include "vec_math.h"
@@ -24,21 +25,13 @@ static inline __mmask16 lanes(int64_t lo, int64_t hi) {
 }
 
 /* Window width the vector path handles (its column masks live on the stack). */
-#define MAX_KW 16
+#define MAX_KW KANN_POOL_VEC_MAX_KW
 /* Output row width it handles, in 16-column vectors. */
 #define MAX_VECS 64
 
-static int vector_path(const kann_pool2d_args *a) {
-    uint64_t reach = (uint64_t)a->w_out * a->stride_w + (uint64_t)a->k_w * a->dil_w + a->pad_left +
-                     a->w_in + (uint64_t)a->h_out * a->stride_h + (uint64_t)a->k_h * a->dil_h +
-                     a->pad_top + a->h_in;
-    return a->kind == KANN_POOL_MAX && (a->stride_w == 1 || a->stride_w == 2) && a->k_w <= MAX_KW &&
-           a->w_out <= 16 * MAX_VECS && reach < ((uint64_t)1 << 40);
-}
-
 void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
     const kann_pool2d_args *a = args;
-    if (!vector_path(a)) {
+    if (!kann_pool2d_vector_path(a, 16 * MAX_VECS)) {
         kann_f32_pool2d_ref(args, ex);
         return;
     }
