@@ -111,6 +111,17 @@ static int middle(kc_graph *g, kc_diag *d, kc_stats *st) {
            kc_pass_fold_bn(g, d, st) + kc_pass_fuse(g, d, st);
 }
 
+/* The middle of the pipeline on g, then g lowered for `streams` streams into *prog (diagnostics
+ * to stderr through *d). */
+static void lower_for(kc_graph *g, int streams, kc_program *prog, kc_diag *d) {
+    kc_diag_init(d, "net", stderr);
+    kc_stats st = {0};
+    memset(prog, 0, sizeof *prog);
+    prog->streams = streams;
+    assert_int_equal(middle(g, d, &st), 0);
+    assert_int_equal(kc_lower(g, prog, d), 0);
+}
+
 /* Emits the compiled program, loads it on P streams and runs it on x (input 0) twice: the
  * same bits both times, the input intact. Output 0 goes to y; its description to *out (data
  * no longer valid). */
@@ -372,14 +383,10 @@ static void test_schedule_private_scratch(void **state) {
         int P = variant ? 2 : 1;
         kc_graph *g = strided_graph();
         kc_diag d;
-        kc_diag_init(&d, "net", stderr);
-        kc_stats st = {0};
-        kc_program prog = {0};
+        kc_program prog;
         kc_schedule sched = {0};
         kc_plan plan = {0};
-        prog.streams = variant == 1 ? 2 : 1;
-        assert_int_equal(middle(g, &d, &st), 0);
-        assert_int_equal(kc_lower(g, &prog, &d), 0);
+        lower_for(g, variant == 1 ? 2 : 1, &prog, &d);
         assert_int_equal(prog.n_calls, 2);
         assert_int_equal(kc_schedule_program(g, &prog, P, &sched, &d), 0);
         kc_schedule_merge_phases(g, &prog, &sched);
@@ -573,14 +580,10 @@ static void test_schedule_summed_pointwise(void **state) {
         pg_node(g, KC_OP_Add, 13, 2, (int[]){pr, in}, 1, (int[]){out});
         pg_output(g, out);
         kc_diag d;
-        kc_diag_init(&d, "net", stderr);
-        kc_stats st = {0};
-        kc_program prog = {0};
+        kc_program prog;
         kc_schedule sched = {0};
         kc_plan plan = {0};
-        prog.streams = P;
-        assert_int_equal(middle(g, &d, &st), 0);
-        assert_int_equal(kc_lower(g, &prog, &d), 0);
+        lower_for(g, P, &prog, &d);
         assert_int_equal(kc_schedule_program(g, &prog, P, &sched, &d), 0);
         kc_schedule_merge_phases(g, &prog, &sched);
         int dw = -1, parts = 0, adds = 0, first_part = -1;
@@ -715,14 +718,10 @@ static void test_lower_winograd_tiles(void **state) {
             add_conv(g, in, out, C, C, 3, 1, w);
             pg_output(g, out);
             kc_diag d;
-            kc_diag_init(&d, "net", stderr);
-            kc_stats st = {0};
-            kc_program prog = {0};
+            kc_program prog;
             kc_schedule sched = {0};
             kc_plan plan = {0};
-            prog.streams = P;
-            assert_int_equal(middle(g, &d, &st), 0);
-            assert_int_equal(kc_lower(g, &prog, &d), 0);
+            lower_for(g, P, &prog, &d);
             /* Winograd reads its padding in place; the direct conv may pad x first */
             const kc_call *conv = &prog.calls[prog.n_calls - 1];
             assert_int_equal(conv->kernel, cases[k].kernel);
