@@ -281,7 +281,9 @@ kann_conv2d_winograd_drive(const kann_conv2d_winograd_args *a, const kann_exec *
                 /* the GEMMs go position by position, then panel by panel, then the next block
                  * from the first panel again */
                 size_t p_next = p + 1 < positions ? p + 1 : 0;
-                size_t m_next = p_next ? m0 : m0 + KANN_CONV_PANEL < m_end ? m0 + mr : m_begin;
+                size_t m_next = p_next                         ? m0
+                                : m0 + KANN_CONV_PANEL < m_end ? m0 + KANN_CONV_PANEL
+                                                               : m_begin;
                 gemm(kann_wino_panel(u, p, m0, panels, c_in),
                      kann_wino_panel(u, p_next, m_next, panels, c_in),
                      v + p * c_in * KANN_WINO_BLOCK, c_in, n,
