@@ -133,13 +133,13 @@ typedef struct kc_emit_options {
 int kc_emit_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
                   const kc_plan *plan, const char *out_path, const kc_emit_options *o,
                   kc_diag *d);
-/* The model.bin bytes kc_emit_model writes, built in memory and accepted by the runtime's
- * loader; *out is malloc'd (free() it). Shared by every emitter. */
 /* The argument struct of record r (stream st) of call c as emitted, every reference resolved
  * (offsets final once the memory plan has run), into buf of at least c->args_size bytes. */
 #define KC_MAX_ARGS_BYTES 1024
 void kc_call_args(const kc_graph *g, const kc_call *c, const kc_tile_record *r, int st,
                   void *buf);
+/* The model.bin bytes kc_emit_model writes, built in memory and accepted by the runtime's
+ * loader; *out is malloc'd (free() it). Shared by every emitter. */
 int kc_build_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
                    const kc_plan *plan, const kc_emit_options *o, void **out, size_t *out_size,
                    kc_diag *d);

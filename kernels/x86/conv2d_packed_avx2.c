@@ -107,11 +107,8 @@ static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
     }
     const kann_act *act = t->act;
     int vec_act = kann_act_vectorizes(act);
-    /* none, relu and clip as a max and a min (none: -inf and +inf), no switch per vector */
-    int none = act->kind == KANN_ACT_NONE;
-    int clamp = none || act->kind == KANN_ACT_RELU || act->kind == KANN_ACT_CLIP;
-    __m256 lo = _mm256_set1_ps(none ? -__builtin_inff() : kann_act_lo(act)),
-           hi = _mm256_set1_ps(kann_act_hi(act));
+    int clamp = kann_act_is_clamp(act);
+    __m256 lo = _mm256_set1_ps(kann_act_clamp_lo(act)), hi = _mm256_set1_ps(kann_act_hi(act));
     __m256i m0 = lane_mask(n), m1 = lane_mask(n > 8 ? n - 8 : 0);
     if (!t->last) {
         /* constant indices into c (unrolled), as everywhere: a variable one would keep the

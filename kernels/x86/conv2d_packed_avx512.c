@@ -118,20 +118,13 @@ static __attribute__((noinline)) void epilogue(const kann_conv_tile *t,
     }
 }
 
-/* Whether act is a clamp to [kann_act_lo, kann_act_hi]: none (no bounds), relu or clip. */
-static inline int clamp_act(const kann_act *act) {
-    return act->kind == KANN_ACT_NONE || act->kind == KANN_ACT_RELU || act->kind == KANN_ACT_CLIP;
-}
-
 /* The last block's store of a full tile (`rows` channels, nvec whole vectors) whose activation
  * is a clamp: bias, residual and clamp on each accumulator in place, one vector at a time. */
 static inline __attribute__((always_inline)) void store_clamped(const kann_conv_tile *t,
                                                                 __m512 c[KANN_CONV_PANEL][2],
                                                                 int rows, int nvec) {
     const kann_act *act = t->act;
-    int none = act->kind == KANN_ACT_NONE;
-    __m512 lo = _mm512_set1_ps(none ? -__builtin_inff() : kann_act_lo(act));
-    __m512 hi = _mm512_set1_ps(none ? __builtin_inff() : kann_act_hi(act));
+    __m512 lo = _mm512_set1_ps(kann_act_clamp_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) {
         float *y = t->y + r * t->ldy;
@@ -196,7 +189,7 @@ static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile
      * With few reduction steps (a 1x1 conv over 16 channels: 16 steps) the general epilogue's
      * round trip of the tile through memory cost as much as the steps. */
     if (t->mr == (size_t)rows && n == (size_t)(16 * nvec) && !t->n_segments &&
-        clamp_act(t->act)) {
+        kann_act_is_clamp(t->act)) {
         store_clamped(t, c, rows, nvec);
         return;
     }

@@ -377,11 +377,8 @@ typedef struct out_act {
 } out_act;
 
 static inline out_act out_act_of(const kann_act *act) {
-    int none = act->kind == KANN_ACT_NONE;
-    out_act o = {act, kann_act_vectorizes(act),
-                 none || act->kind == KANN_ACT_RELU || act->kind == KANN_ACT_CLIP,
-                 _mm512_set1_ps(none ? -__builtin_inff() : kann_act_lo(act)),
-                 _mm512_set1_ps(kann_act_hi(act))};
+    out_act o = {act, kann_act_vectorizes(act), kann_act_is_clamp(act),
+                 _mm512_set1_ps(kann_act_clamp_lo(act)), _mm512_set1_ps(kann_act_hi(act))};
     return o;
 }
 

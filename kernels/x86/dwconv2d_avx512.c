@@ -413,11 +413,10 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
     float *y = kann_mref(ex, a->y);
     size_t x_plane = (size_t)a->h_in * a->w_in, y_plane = (size_t)a->h_out * a->w_out;
-    kann_act_kind kind = (kann_act_kind)a->act.kind;
     cl_out o = {&a->act,
-                kind == KANN_ACT_NONE || kind == KANN_ACT_RELU || kind == KANN_ACT_CLIP,
+                kann_act_is_clamp(&a->act),
                 kann_act_vectorizes(&a->act),
-                _mm512_set1_ps(kind == KANN_ACT_NONE ? -__builtin_inff() : kann_act_lo(&a->act)),
+                _mm512_set1_ps(kann_act_clamp_lo(&a->act)),
                 _mm512_set1_ps(kann_act_hi(&a->act)),
                 y_plane};
     __attribute__((aligned(64))) float ring[(CL_VECS + 1) * LANES];

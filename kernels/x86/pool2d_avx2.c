@@ -23,8 +23,8 @@
 /* Lanes i of a vector whose column col + i lies in [0, w_in), as a load mask. */
 static inline __m256i inside(int64_t col, int64_t w_in) {
     const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    /* col and w_in are below 2^40 (vector_path); the lane's column, relative to col, against
-     * [-col, w_in - col), clamped into 32 bits */
+    /* col and w_in are below 2^40 (kann_pool2d_vector_path); the lane's column, relative to
+     * col, against [-col, w_in - col), clamped into 32 bits */
     int64_t lo = -col, hi = w_in - col;
     lo = lo < -1 ? -1 : lo > LANES ? LANES : lo;
     hi = hi < 0 ? 0 : hi > LANES ? LANES : hi;

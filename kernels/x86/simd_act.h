@@ -43,6 +43,16 @@ static inline float kann_act_hi(const kann_act *act) {
     return act->kind == KANN_ACT_CLIP ? act->beta : __builtin_inff();
 }
 
+/* 1 if act is a clamp to [kann_act_clamp_lo, kann_act_hi]: none (no bounds), relu or clip, which
+ * a store applies as a max and a min instead of going through vf_act's switch per vector. */
+static inline int kann_act_is_clamp(const kann_act *act) {
+    return act->kind == KANN_ACT_NONE || act->kind == KANN_ACT_RELU || act->kind == KANN_ACT_CLIP;
+}
+/* The clamp's lower bound: -inf for none, else kann_act_lo. */
+static inline float kann_act_clamp_lo(const kann_act *act) {
+    return act->kind == KANN_ACT_NONE ? -__builtin_inff() : kann_act_lo(act);
+}
+
 /* num / (1 + e^-x) (num = 1: the logistic sigmoid; num = x: SiLU). e^-x saturates at e^88:
  * for x below -88 the result is a tiny number of num's sign instead of 0 (the reference's
  * expf overflows). */
