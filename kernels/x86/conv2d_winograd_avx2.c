@@ -131,30 +131,36 @@ static void input_block(const kann_conv2d_winograd_args *a, const float *x, size
 /* Reduction steps the weights are prefetched ahead, into the next GEMM's panel at the end. */
 #define WINO_U_PREFETCH 64
 
+/* Columns [j0, j0 + 8) of the 12 x n GEMM; prefetch (a constant in each inlined copy): the
+ * first 8 columns prefetch the weights (the later ones find the panel in cache). */
+static inline __attribute__((always_inline)) void gemm_12x8(const float *u, const float *u_next,
+                                                            const float *v, size_t c_in, float *m,
+                                                            size_t j0, int prefetch) {
+    __m256 c[KANN_CONV_PANEL];
+    for (int r = 0; r < KANN_CONV_PANEL; r++)
+        c[r] = _mm256_setzero_ps();
+    size_t ahead = c_in < WINO_U_PREFETCH ? c_in : WINO_U_PREFETCH;
+    const float *uk = u, *vk = v + j0, *u_end = u + c_in * KANN_CONV_PANEL;
+    const float *pf = u + ahead * KANN_CONV_PANEL;
+    for (size_t k = 0; k < c_in; k++, uk += KANN_CONV_PANEL, vk += KANN_WINO_BLOCK) {
+        if (prefetch) {
+            if (pf == u_end) pf = u_next;
+            _mm_prefetch((const char *)pf, _MM_HINT_T0);
+            pf += KANN_CONV_PANEL;
+        }
+        __m256 b = _mm256_loadu_ps(vk);
+        for (int r = 0; r < KANN_CONV_PANEL; r++)
+            c[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(uk + r), b, c[r]);
+    }
+    for (int r = 0; r < KANN_CONV_PANEL; r++)
+        _mm256_storeu_ps(m + r * KANN_WINO_BLOCK + j0, c[r]);
+}
+
 static void gemm_12x8x4(const float *u, const float *u_next, const float *v, size_t c_in, size_t n,
                         float *m) {
-    size_t ahead = c_in < WINO_U_PREFETCH ? c_in : WINO_U_PREFETCH;
-    const float *u_end = u + c_in * KANN_CONV_PANEL;
-    for (size_t j0 = 0; j0 < n; j0 += 8) {
-        __m256 c[KANN_CONV_PANEL];
-        for (int r = 0; r < KANN_CONV_PANEL; r++)
-            c[r] = _mm256_setzero_ps();
-        const float *uk = u, *vk = v + j0;
-        /* the later tiles find the panel in cache */
-        const float *pf = j0 == 0 ? u + ahead * KANN_CONV_PANEL : NULL;
-        for (size_t k = 0; k < c_in; k++, uk += KANN_CONV_PANEL, vk += KANN_WINO_BLOCK) {
-            if (pf) {
-                if (pf == u_end) pf = u_next;
-                _mm_prefetch((const char *)pf, _MM_HINT_T0);
-                pf += KANN_CONV_PANEL;
-            }
-            __m256 b = _mm256_loadu_ps(vk);
-            for (int r = 0; r < KANN_CONV_PANEL; r++)
-                c[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(uk + r), b, c[r]);
-        }
-        for (int r = 0; r < KANN_CONV_PANEL; r++)
-            _mm256_storeu_ps(m + r * KANN_WINO_BLOCK + j0, c[r]);
-    }
+    gemm_12x8(u, u_next, v, c_in, m, 0, 1);
+    for (size_t j0 = 8; j0 < n; j0 += 8)
+        gemm_12x8(u, u_next, v, c_in, m, j0, 0);
 }
 
 /* o = A^T m of F(2x2, 3x3) on vectors. */
