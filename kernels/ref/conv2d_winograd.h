@@ -24,7 +24,8 @@
  * of the block (those past the tiles are zero), so a GEMM may compute more columns than n.
  * The last block of a small map (a 7x7 map has 16 tiles) is where computing only n pays.
  * u_next is the panel the tile's next GEMM reads (the weights stream from memory: a variant
- * may prefetch into it while it ends this one), or u where none follows. */
+ * may prefetch into it while it ends this one); after a block's last GEMM, the tile's first
+ * panel, which the next block reads first. */
 typedef void (*kann_wino_gemm)(const float *u, const float *u_next, const float *v, size_t c_in,
                                size_t n, float *m);
 
