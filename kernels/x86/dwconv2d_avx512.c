@@ -478,6 +478,169 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
     }
 }
 
+/* ---- 3x3, stride 1 or 2, straight from the planes ---------------------------------------- */
+/* On wide maps a 3x3 stride-1 conv reads its input where it lies: an output vector of 16
+ * columns takes each input row as three loads shifted by a column (lanes whose tap falls into
+ * the padding masked off, reading zero), and D3_ROWS output rows go together so that each input
+ * row loaded feeds the three output rows that read it: (D3_ROWS + 2) * 3 loads for 9 * D3_ROWS
+ * FMAs, no copy of the input and no transposes. Rows past the tile are computed and dropped. */
+
+#define D3_ROWS 6
+
+/* Maps at least this wide take the path (a narrower one leaves lanes idle; the channels-in-lanes
+ * path is faster there). */
+#define D3_MIN_WIDTH 10
+
+static int d3_fits(const kann_dwconv2d_args *a) {
+    return a->k_h == 3 && a->k_w == 3 && a->stride_h == a->stride_w &&
+           (a->stride_h == 1 || a->stride_h == 2) && a->dil_h == 1 && a->dil_w == 1 &&
+           a->w_out >= D3_MIN_WIDTH;
+}
+
+/* Output rows [oh, oh + D3_ROWS) at columns [c0, c0 + 16) of the plane xc: bias plus the 9
+ * taps (m0, m1, m2: the lanes whose tap kw = 0, 1, 2 reads an input column; a row outside the
+ * input loads as zero, so every block runs the same straight line of FMAs). */
+static inline __attribute__((always_inline)) void
+d3_block(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, __m512 bias, size_t oh,
+         ptrdiff_t c0, __mmask16 m0, __mmask16 m1, __mmask16 m2, __m512 *acc) {
+#pragma GCC unroll 8
+    for (int r = 0; r < D3_ROWS; r++)
+        acc[r] = bias;
+    ptrdiff_t ih0 = (ptrdiff_t)oh - (ptrdiff_t)a->pad_top, h_in = (ptrdiff_t)a->h_in;
+    const float *col = xc + c0 - (ptrdiff_t)a->pad_left;
+#pragma GCC unroll 8
+    for (int j = 0; j < D3_ROWS + 2; j++) {
+        ptrdiff_t ih = ih0 + j;
+        __mmask16 in = ih >= 0 && ih < h_in ? 0xffff : 0;
+        const float *row = col + (in ? ih : 0) * (ptrdiff_t)a->w_in;
+        __m512 x0 = _mm512_maskz_loadu_ps(m0 & in, row);
+        __m512 x1 = _mm512_maskz_loadu_ps(m1 & in, row + 1);
+        __m512 x2 = _mm512_maskz_loadu_ps(m2 & in, row + 2);
+#pragma GCC unroll 3
+        for (int kh = 0; kh < 3; kh++) {
+            int r = j - kh;
+            if (r < 0 || r >= D3_ROWS) continue;
+            acc[r] = _mm512_fmadd_ps(wv[3 * kh], x0, acc[r]);
+            acc[r] = _mm512_fmadd_ps(wv[3 * kh + 1], x1, acc[r]);
+            acc[r] = _mm512_fmadd_ps(wv[3 * kh + 2], x2, acc[r]);
+        }
+    }
+}
+
+/* The same for stride 2: output column j reads input columns 2 j - pad_left + kw, so each
+ * input row is two pairs of vectors (from the window's first column and from two past it),
+ * their even columns (taps 0 and 2) and odd ones (tap 1) picked by permutes; input row
+ * 2 oh - pad_top + j feeds output rows (j - kh) / 2. m[0..3]: the lanes of the four loads
+ * that read an input column. */
+static inline __attribute__((always_inline)) void d3_block_s2(const kann_dwconv2d_args *a,
+                                                              const float *xc, const __m512 *wv,
+                                                              __m512 bias, size_t oh, ptrdiff_t ic0,
+                                                              const __mmask16 *m, __m512 *acc) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+#pragma GCC unroll 8
+    for (int r = 0; r < D3_ROWS; r++)
+        acc[r] = bias;
+    ptrdiff_t ih0 = 2 * (ptrdiff_t)oh - (ptrdiff_t)a->pad_top, h_in = (ptrdiff_t)a->h_in;
+    const float *col = xc + ic0;
+#pragma GCC unroll 16
+    for (int j = 0; j < 2 * D3_ROWS + 1; j++) {
+        ptrdiff_t ih = ih0 + j;
+        __mmask16 in = ih >= 0 && ih < h_in ? 0xffff : 0;
+        const float *row = col + (in ? ih : 0) * (ptrdiff_t)a->w_in;
+        __m512 p0 = _mm512_maskz_loadu_ps(m[0] & in, row);
+        __m512 p1 = _mm512_maskz_loadu_ps(m[1] & in, row + 16);
+        __m512 q0 = _mm512_maskz_loadu_ps(m[2] & in, row + 2);
+        __m512 q1 = _mm512_maskz_loadu_ps(m[3] & in, row + 18);
+        __m512 x0 = _mm512_permutex2var_ps(p0, even, p1);
+        __m512 x1 = _mm512_permutex2var_ps(p0, odd, p1);
+        __m512 x2 = _mm512_permutex2var_ps(q0, even, q1);
+#pragma GCC unroll 3
+        for (int kh = 0; kh < 3; kh++) {
+            int r2 = j - kh;
+            if (r2 < 0 || r2 % 2 || r2 / 2 >= D3_ROWS) continue;
+            int r = r2 / 2;
+            acc[r] = _mm512_fmadd_ps(wv[3 * kh], x0, acc[r]);
+            acc[r] = _mm512_fmadd_ps(wv[3 * kh + 1], x1, acc[r]);
+            acc[r] = _mm512_fmadd_ps(wv[3 * kh + 2], x2, acc[r]);
+        }
+    }
+}
+
+/* The tile's channels and rows; CLAMP: the activation is a clamp (a constant per copy, so the
+ * store has no switch). */
+static inline __attribute__((always_inline)) void
+d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int S, int CLAMP) {
+    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    float *y = kann_mref(ex, a->y);
+    size_t x_plane = (size_t)a->h_in * a->w_in, y_plane = (size_t)a->h_out * a->w_out;
+    dw_out o;
+    o.act = &a->act;
+    o.vec_act = kann_act_vectorizes(o.act);
+    o.lo = vf_set1(CLAMP ? kann_act_clamp_lo(o.act) : kann_act_lo(o.act));
+    o.hi = vf_set1(kann_act_hi(o.act));
+    int64_t w_in = (int64_t)a->w_in;
+    for (size_t n = 0; n < a->n; n++) {
+        for (size_t c = rg.c_begin; c < rg.c_end; c++) {
+            const float *xc = x + (n * a->c_in + c) * x_plane;
+            size_t plane = (n * a->c_out + c) * y_plane;
+            __m512 wv[9];
+            for (int t = 0; t < 9; t++)
+                wv[t] = _mm512_set1_ps(w[c * 9 + (size_t)t]);
+            __m512 bv = _mm512_set1_ps(bias ? bias[c] : 0.0f);
+            for (size_t oh = rg.oh_begin; oh < rg.oh_end; oh += D3_ROWS) {
+                size_t rows = rg.oh_end - oh < D3_ROWS ? rg.oh_end - oh : D3_ROWS;
+                for (size_t c0 = 0; c0 < a->w_out; c0 += 16) {
+                    __mmask16 out = kann_lanes16(0, (int64_t)(a->w_out - c0));
+                    int64_t iw0 = S * (int64_t)c0 - (int64_t)a->pad_left;
+                    __m512 acc[D3_ROWS];
+                    if (S == 1) {
+                        __mmask16 m0 = out & kann_lanes16(-iw0, w_in - iw0);
+                        __mmask16 m1 = out & kann_lanes16(-iw0 - 1, w_in - iw0 - 1);
+                        __mmask16 m2 = out & kann_lanes16(-iw0 - 2, w_in - iw0 - 2);
+                        d3_block(a, xc, wv, bv, oh, (ptrdiff_t)c0, m0, m1, m2, acc);
+                    } else {
+                        __mmask16 m[4] = {kann_lanes16(-iw0, w_in - iw0),
+                                          kann_lanes16(-iw0 - 16, w_in - iw0 - 16),
+                                          kann_lanes16(-iw0 - 2, w_in - iw0 - 2),
+                                          kann_lanes16(-iw0 - 18, w_in - iw0 - 18)};
+                        d3_block_s2(a, xc, wv, bv, oh, (ptrdiff_t)iw0, m, acc);
+                    }
+                    float *yr = y + plane + oh * a->w_out + c0;
+                    const float *rr = res ? res + plane + oh * a->w_out + c0 : NULL;
+#pragma GCC unroll 8
+                    for (size_t r = 0; r < D3_ROWS; r++) {
+                        if (r >= rows) break;
+                        __m512 v = acc[r];
+                        if (CLAMP) {
+                            if (rr)
+                                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(out, rr + r * a->w_out));
+                            _mm512_mask_storeu_ps(yr + r * a->w_out, out,
+                                                  _mm512_min_ps(o.hi, _mm512_max_ps(o.lo, v)));
+                        } else {
+                            dw_store(v, out, yr + r * a->w_out, rr ? rr + r * a->w_out : NULL, &o);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+static __attribute__((noinline)) void d3_drive(const kann_dwconv2d_args *a, const kann_exec *ex,
+                                               kann_dw_range rg) {
+    if (rg.c_begin >= rg.c_end || rg.oh_begin >= rg.oh_end) return;
+    int clamp = kann_act_is_clamp(&a->act);
+    if (a->stride_h == 1)
+        clamp ? d3_rows(a, ex, rg, 1, 1) : d3_rows(a, ex, rg, 1, 0);
+    else
+        clamp ? d3_rows(a, ex, rg, 2, 1) : d3_rows(a, ex, rg, 2, 0);
+}
+
 /* Channels in the lanes for groups of at least CL_MIN_CHANNELS (fewer leave lanes idle: the
  * band path is faster for a group of 8 on a 56x56 map), the channels left over by the band
  * path. */
@@ -486,6 +649,10 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
 void kann_f32_dwconv2d_avx512(const void *args, const kann_exec *ex) {
     const kann_dwconv2d_args *a = args;
     kann_dw_range rg = kann_dw_range_of(a);
+    if (d3_fits(a)) {
+        d3_drive(a, ex, rg);
+        return;
+    }
     cl_plan p;
     if (rg.c_end > rg.c_begin && rg.c_end - rg.c_begin >= CL_MIN_CHANNELS && cl_plan_of(a, &p)) {
         uint32_t n = rg.c_end - rg.c_begin, tail = n % 16;

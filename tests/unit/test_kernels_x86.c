@@ -736,8 +736,9 @@ static void test_dwconv2d_lanes(void **state) {
 }
 
 /* Model-like shapes: maps of several bands (the SIMD variants copy a band of rows at a time),
- * odd sizes, 3x3 stride 1 and 2 as in MobileNet (the row path) and next to them the shapes
- * that leave it (dilation, 5x5, 3x1, rows of 8 or fewer, rows too wide for a band of 8). */
+ * odd sizes, 3x3 stride 1 and 2 as in MobileNet (the row path; on AVX-512 from 10 output
+ * columns the straight path, which reads x where it lies) and next to them the shapes that
+ * leave it (dilation, 5x5, 3x1, rows of 8 or fewer, rows too wide for a band of 8). */
 static void test_dwconv2d_model_shapes(void **state) {
     (void)state;
     rng_state = 101;
@@ -757,6 +758,12 @@ static void test_dwconv2d_model_shapes(void **state) {
         {1, 40, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},     {1, 36, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1},
         {1, 24, 56, 56, 7, 7, 1, 1, 1, 1, 3, 3},   {1, 30, 28, 28, 5, 5, 2, 2, 1, 1, 2, 2},
         {1, 16, 8, 300, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 16, 3, 2000, 3, 3, 1, 1, 1, 1, 1, 1},
+        /* AVX-512's straight 3x3 path: padding 0 and 2, 10 output columns (its narrowest), 9
+         * (the lanes path), stride 2 from even and odd widths, channels split in tiles */
+        {1, 3, 40, 40, 3, 3, 1, 1, 1, 1, 0, 0},    {1, 3, 40, 41, 3, 3, 2, 2, 1, 1, 2, 2},
+        {1, 20, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 20, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 17, 19, 19, 3, 3, 2, 2, 1, 1, 1, 1},   {1, 17, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1},
+        {2, 35, 33, 47, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 3, 12, 100, 3, 3, 2, 2, 1, 1, 0, 0},
         /* whole planes of 65-256 outputs: a group's outputs staged, then written in one pass */
         {1, 40, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 28, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1},
         {1, 20, 17, 17, 3, 3, 2, 2, 1, 1, 1, 1},   {1, 13, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
