@@ -216,6 +216,10 @@ typedef struct kann_conv_tile {
     const float *w; /* the weight panel [k][12] */
     const float *b;
     size_t n_groups, b_stride, n_taps;
+    /* Floats from a reduction step's B columns to the ones it prefetches: two groups on, or in
+     * a pointwise conv (B the input planes themselves, far apart) the next strip of the same
+     * plane, whose lines would otherwise come from a cache level below L2 on demand. */
+    ptrdiff_t b_ahead;
     const ptrdiff_t *taps;
     size_t n, mr;
     const float *bias, *res;
@@ -319,6 +323,7 @@ kann_conv2d_packed_grid(const kann_conv2d_packed_args *a, const kann_exec *ex, s
     kann_conv_segment segments[KANN_CONV_MAX_STRIP];
     kann_conv_tile t;
     t.b_stride = b_stride;
+    t.b_ahead = 2 * (ptrdiff_t)b_stride;
     t.n_groups = a->c_in;
     t.n_taps = n_taps;
     t.taps = taps;
@@ -563,9 +568,11 @@ kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, 
                 if (pointwise) {
                     t.b = x + k0 * hw + p0;
                     t.b_stride = hw;
+                    t.b_ahead = (ptrdiff_t)nr;
                 } else {
                     t.b = packed + (p0 - q0) * K + k0 * nr;
                     t.b_stride = nr;
+                    t.b_ahead = 2 * (ptrdiff_t)nr;
                 }
                 t.res = res ? res + m0 * hw + p0 : NULL;
                 t.y = y + m0 * hw + p0;

@@ -69,7 +69,7 @@ static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
     const float *w = t->w + row0;
     const ptrdiff_t *taps = t->taps;
     size_t n_taps = t->n_taps;
-    /* the first half prefetches for both: the panel W_PREFETCH steps ahead, B two groups on */
+    /* the first half prefetches for both: the panel W_PREFETCH steps ahead, B by b_ahead */
     int prefetch = row0 == 0;
     if (n == NR) {
         for (size_t g = 0; g < t->n_groups; g++) {
@@ -77,7 +77,7 @@ static void half_6x16(const kann_conv_tile *t, size_t row0, size_t rows) {
             for (size_t tap = 0; tap < n_taps; tap++, w += KANN_CONV_PANEL) {
                 const float *b = bg + taps[tap];
                 if (prefetch) {
-                    _mm_prefetch((const char *)(b + 2 * ldb), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(b + t->b_ahead), _MM_HINT_T0);
                     _mm_prefetch((const char *)(w + W_PREFETCH), _MM_HINT_T0);
                 }
                 __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);

@@ -157,13 +157,14 @@ static inline __attribute__((always_inline)) void tile_rows(const kann_conv_tile
     const float *w = t->w;
     const ptrdiff_t *taps = t->taps;
     size_t n_taps = t->n_taps, b_stride = t->b_stride;
+    ptrdiff_t b_ahead = t->b_ahead;
     for (size_t g = 0; g < t->n_groups; g++) {
         const float *bg = t->b + g * b_stride;
         for (size_t tap = 0; tap < n_taps; tap++, w += KANN_CONV_PANEL) {
             const float *b = bg + taps[tap];
-            /* the same B columns two groups on (in a wide strip: two channels on) */
-            _mm_prefetch((const char *)(b + 2 * b_stride), _MM_HINT_T0);
-            if (nvec > 1) _mm_prefetch((const char *)(b + 2 * b_stride + 31), _MM_HINT_T0);
+            /* B ahead (b_ahead: two groups on, or a pointwise conv's next strip) */
+            _mm_prefetch((const char *)(b + b_ahead), _MM_HINT_T0);
+            if (nvec > 1) _mm_prefetch((const char *)(b + b_ahead + 31), _MM_HINT_T0);
             _mm_prefetch((const char *)(w + W_PREFETCH), _MM_HINT_T0);
             __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
             __m512 b1 = nvec > 1 ? _mm512_maskz_loadu_ps(m1, b + 16) : b0;
