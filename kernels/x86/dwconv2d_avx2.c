@@ -4,7 +4,8 @@
  * load. 3x3 windows with stride 1 or 2 along the rows take the row path (8 output rows of one
  * vector share their loads); other windows run 8 vectors of the wide grid at once, the lanes
  * that hold output columns packed at the store (through a spilled vector: AVX2 has no
- * compress). Bias, residual and activation at the store. */
+ * compress). Bias, residual and activation at the store. 3x3 stride-1 convs read their input
+ * where it lies instead (d3_rows). */
 #include <immintrin.h>
 
 #include "kann_x86.h"
@@ -164,6 +165,117 @@ static void band(const kann_dw_band_job *job) {
         band_rows(job->b, job->buf, job->wc, a->k_w, a->w_out, job->rows, job->y, job->res, &o, 2);
 }
 
+/* ---- 3x3, stride 1, straight from the planes --------------------------------------------- */
+/* As the AVX-512 variant's path: an output vector of 8 columns takes each input row as three
+ * loads shifted by a column (lanes whose tap falls into the padding masked off), and D3_ROWS
+ * output rows share the loads of the rows they read; no copy of the input. 4 rows: their
+ * accumulators, the 9 weights and the 3 loads fill the 16 YMM registers. */
+
+#define D3_ROWS 4
+
+/* Output columns from which the path is taken: from 2 it measured faster than the band path
+ * (7x7 maps of 960 channels 142 -> 67 us, 112x112 of 32 channels 613 -> 316). */
+#define D3_MIN_WIDTH 2
+
+static int d3_fits(const kann_dwconv2d_args *a) {
+    return a->k_h == 3 && a->k_w == 3 && a->stride_h == 1 && a->stride_w == 1 && a->dil_h == 1 &&
+           a->dil_w == 1 && a->w_out >= D3_MIN_WIDTH;
+}
+
+/* Output rows [oh, oh + D3_ROWS) at columns [c0, c0 + 8) of the plane xc (m0, m1, m2: the lanes
+ * whose tap kw = 0, 1, 2 reads an input column; a row outside the input loads as zero). */
+static inline __attribute__((always_inline)) void
+d3_block(const kann_dwconv2d_args *a, const float *xc, const __m256 *wv, __m256 bias, size_t oh,
+         ptrdiff_t c0, __m256i m0, __m256i m1, __m256i m2, __m256 *acc) {
+#pragma GCC unroll 4
+    for (int r = 0; r < D3_ROWS; r++)
+        acc[r] = bias;
+    ptrdiff_t ih0 = (ptrdiff_t)oh - (ptrdiff_t)a->pad_top, h_in = (ptrdiff_t)a->h_in;
+    const float *col = xc + c0 - (ptrdiff_t)a->pad_left;
+    const __m256i none = _mm256_setzero_si256();
+#pragma GCC unroll 6
+    for (int j = 0; j < D3_ROWS + 2; j++) {
+        ptrdiff_t ih = ih0 + j;
+        int in = ih >= 0 && ih < h_in;
+        const float *row = col + (in ? ih : 0) * (ptrdiff_t)a->w_in;
+        __m256 x0 = _mm256_maskload_ps(row, in ? m0 : none);
+        __m256 x1 = _mm256_maskload_ps(row + 1, in ? m1 : none);
+        __m256 x2 = _mm256_maskload_ps(row + 2, in ? m2 : none);
+#pragma GCC unroll 3
+        for (int kh = 0; kh < 3; kh++) {
+            int r = j - kh;
+            if (r < 0 || r >= D3_ROWS) continue;
+            acc[r] = _mm256_fmadd_ps(wv[3 * kh], x0, acc[r]);
+            acc[r] = _mm256_fmadd_ps(wv[3 * kh + 1], x1, acc[r]);
+            acc[r] = _mm256_fmadd_ps(wv[3 * kh + 2], x2, acc[r]);
+        }
+    }
+}
+
+/* The tile's channels and rows; CLAMP: the activation is a clamp (a constant per copy). */
+static inline __attribute__((always_inline)) void
+d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int CLAMP) {
+    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    float *y = kann_mref(ex, a->y);
+    size_t x_plane = (size_t)a->h_in * a->w_in, y_plane = (size_t)a->h_out * a->w_out;
+    dw_out o;
+    o.act = &a->act;
+    o.vec_act = kann_act_vectorizes(o.act);
+    o.lo = vf_set1(CLAMP ? kann_act_clamp_lo(o.act) : kann_act_lo(o.act));
+    o.hi = vf_set1(kann_act_hi(o.act));
+    int64_t w_in = (int64_t)a->w_in;
+    for (size_t n = 0; n < a->n; n++) {
+        for (size_t c = rg.c_begin; c < rg.c_end; c++) {
+            const float *xc = x + (n * a->c_in + c) * x_plane;
+            size_t plane = (n * a->c_out + c) * y_plane;
+            __m256 wv[9];
+            for (int t = 0; t < 9; t++)
+                wv[t] = _mm256_set1_ps(w[c * 9 + (size_t)t]);
+            __m256 bv = _mm256_set1_ps(bias ? bias[c] : 0.0f);
+            for (size_t oh = rg.oh_begin; oh < rg.oh_end; oh += D3_ROWS) {
+                size_t rows = rg.oh_end - oh < D3_ROWS ? rg.oh_end - oh : D3_ROWS;
+                for (size_t c0 = 0; c0 < a->w_out; c0 += LANES) {
+                    int64_t left = (int64_t)(a->w_out - c0), iw0 = (int64_t)c0 - a->pad_left;
+                    __m256i out = lanes(0, left);
+                    __m256i m0 = _mm256_and_si256(out, lanes(-iw0, w_in - iw0));
+                    __m256i m1 = _mm256_and_si256(out, lanes(-iw0 - 1, w_in - iw0 - 1));
+                    __m256i m2 = _mm256_and_si256(out, lanes(-iw0 - 2, w_in - iw0 - 2));
+                    __m256 acc[D3_ROWS];
+                    d3_block(a, xc, wv, bv, oh, (ptrdiff_t)c0, m0, m1, m2, acc);
+                    float *yr = y + plane + oh * a->w_out + c0;
+                    const float *rr = res ? res + plane + oh * a->w_out + c0 : NULL;
+                    uint32_t m = left >= LANES ? 0xffu : (1u << left) - 1u;
+#pragma GCC unroll 4
+                    for (size_t r = 0; r < D3_ROWS; r++) {
+                        if (r >= rows) break;
+                        __m256 v = acc[r];
+                        if (CLAMP) {
+                            if (rr)
+                                v = _mm256_add_ps(v, _mm256_maskload_ps(rr + r * a->w_out, out));
+                            _mm256_maskstore_ps(yr + r * a->w_out, out,
+                                                _mm256_min_ps(o.hi, _mm256_max_ps(o.lo, v)));
+                        } else {
+                            dw_store(v, m, yr + r * a->w_out, rr ? rr + r * a->w_out : NULL, &o);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 void kann_f32_dwconv2d_avx2(const void *args, const kann_exec *ex) {
-    kann_dw_drive(args, ex, kann_dw_range_of(args), LANES, dw_row, band);
+    const kann_dwconv2d_args *a = args;
+    kann_dw_range rg = kann_dw_range_of(a);
+    if (d3_fits(a)) {
+        if (rg.c_begin >= rg.c_end || rg.oh_begin >= rg.oh_end) return;
+        if (kann_act_is_clamp(&a->act))
+            d3_rows(a, ex, rg, 1);
+        else
+            d3_rows(a, ex, rg, 0);
+        return;
+    }
+    kann_dw_drive(a, ex, rg, LANES, dw_row, band);
 }
