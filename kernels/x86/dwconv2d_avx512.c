@@ -5,7 +5,9 @@
  * one 16-column vector at once, each plane row loaded once for all the rows that read it.
  * Other windows run 8 vectors of the wide grid at once (independent accumulators hide the FMA
  * latency); the store keeps the lanes that hold output columns (compress), the residual
- * unpacked to meet them (expand). Bias, residual and activation at the store. */
+ * unpacked to meet them (expand). Bias, residual and activation at the store. Taken first:
+ * 3x3 stride 1 or 2 on maps of 10 output columns or more read their input where it lies
+ * (d3_rows), then 16 channels in the lanes (cl_drive); the band layout takes what is left. */
 #include <immintrin.h>
 #include <string.h>
 
