@@ -1,8 +1,8 @@
 /* matmul for AVX2 + FMA when the rows of B are contiguous (b_col_stride 1: MatMul, Gemm with a
  * packed B, the fully-connected layers at batch 1): a block of up to ROWS output rows by 16
  * columns lives in YMM accumulators, so each B vector loaded serves every row of the block; the
- * epilogue runs in vectors (GELU included) where the bias row is dense. Other layouts run the
- * reference. */
+ * epilogue runs in vectors (GELU included) where the bias row is dense. A tile of one row
+ * streams B row after row instead (gemv in matmul_driver.h). Other layouts run the reference. */
 #include <immintrin.h>
 
 #include "kann_x86.h"

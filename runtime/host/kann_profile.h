@@ -12,7 +12,7 @@ typedef struct kann_profile_row {
     const char *kernel; /* kernel name */
     uint32_t n_records; /* tiles of this call (across streams) */
     double macs;        /* multiply-adds per run */
-    double ms;          /* mean time per run */
+    double ms;          /* median time per run */
 } kann_profile_row;
 
 /* Runs the session runs times record by record; one row per call (the consecutive records of

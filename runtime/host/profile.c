@@ -1,5 +1,7 @@
 /* kann_profile_run: times every record of a model, single-threaded, walking the streams phase
- * by phase through the model's read-only accessors, and groups the records of one call. */
+ * by phase through the model's read-only accessors, and groups the records of one call. A row's
+ * time is the median over the runs of its records' sum in each run: on a shared host a few runs
+ * that lose the core for a while move a mean far more than a median. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,11 @@
 #include "host_private.h"
 #include "kann_kernels.h"
 #include "kann_profile.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 static double now_ms(void) {
     struct timespec ts;
@@ -26,10 +33,14 @@ kann_status kann_profile_run(kann_session *s, uint32_t runs, kann_profile_row **
     uint32_t *row_of = malloc(sizeof(uint32_t) * (n_records ? n_records : 1));
     uint32_t *cursor = malloc(sizeof(uint32_t) * n_streams);
     kann_profile_row *out = calloc(n_records ? n_records : 1, sizeof *out);
-    if (!row_of || !cursor || !out) {
+    /* per_run[row * runs + run]: the row's time in that run */
+    size_t stride = runs, rows_max = n_records ? n_records : 1;
+    double *per_run = calloc(rows_max * stride, sizeof *per_run);
+    if (!row_of || !cursor || !out || !per_run) {
         free(row_of);
         free(cursor);
         free(out);
+        free(per_run);
         return kann_host_fail(err, KANN_E_RUNTIME, "kann_profile_run: out of memory");
     }
     uint32_t n = 0;
@@ -67,13 +78,17 @@ kann_status kann_profile_run(kann_session *s, uint32_t runs, kann_profile_row **
                         out[row].macs += kann_record_macs(kernel, args);
                         row_of[r] = row;
                     }
-                    out[row_of[r]].ms += dt;
+                    per_run[row_of[r] * stride + run] += dt;
                 }
             }
         }
     }
-    for (uint32_t i = 0; i < n; i++)
-        out[i].ms /= runs;
+    for (uint32_t i = 0; i < n; i++) {
+        double *t = per_run + i * stride;
+        qsort(t, runs, sizeof *t, cmp_double);
+        out[i].ms = runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
+    }
+    free(per_run);
     free(row_of);
     free(cursor);
     *rows = out;

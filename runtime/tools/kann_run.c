@@ -39,7 +39,7 @@ static const char usage_text[] =
     "  --queues Q         OpenCL: sub-device queues for the streams (default: one per stream)\n"
     "  --list-devices     print the OpenCL devices and exit\n"
     "  --profile          per-layer times (opencl: from OpenCL profiling events; cpu: every\n"
-    "                     layer alone, single-threaded, over the --bench runs, else 10)\n"
+    "                     layer alone, single-threaded, median of the --bench runs, else 10)\n"
     "  --json             print a machine-readable summary on stdout\n"
     "  --info             print the model's inputs, outputs, streams and arena size\n"
     "  -h, --help         this text\n"
@@ -583,7 +583,7 @@ static int print_profile(const options *o, kann_session *s) {
         total += rows[i].ms;
         macs += rows[i].macs;
     }
-    fprintf(out, "profile (%s kernels, mean of %u single-threaded runs):\n",
+    fprintf(out, "profile (%s kernels, median of %u single-threaded runs):\n",
             kann_isa_name(kann_model_isa(s->model)), runs);
     fprintf(out, "%-36s %-20s %10s %9s %8s %6s\n", "node", "kernel", "MMAC", "ms", "GFLOPS", "%");
     for (uint32_t i = 0; i < n; i++) {

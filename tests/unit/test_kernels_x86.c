@@ -859,14 +859,16 @@ static void test_pool2d_random(void **state) {
 
 /* ---- matmul (fully-connected layers at batch 1, transformer layers) ------------------------ */
 
-/* Shapes from the GEMV path (a few rows) to several row blocks, with column counts that leave
- * narrow chunks (at most half a chunk: blocks of twice the rows) and ragged ones. */
+/* Shapes from the GEMV path (a few rows; a tile of one row streams B) to several row blocks,
+ * with column counts that leave narrow chunks (at most half a chunk: blocks of twice the rows)
+ * and ragged ones, and for a few rows more columns than one pass of the single-row path. */
 static void test_matmul_random(void **state) {
     (void)state;
     rng_state = 5;
     for (int i = 0; i < 160; i++) {
         uint32_t batch = rng_range(1, 2), m = rng_range(0, 1) ? rng_range(1, 5) : rng_range(6, 40),
-                 n = rng_range(1, 150), k = rng_range(0, 70);
+                 n = m <= 2 && rng_range(0, 3) == 0 ? rng_range(1000, 2100) : rng_range(1, 150),
+                 k = rng_range(0, 70);
         int trans_b = rng_range(0, 3) == 0;
         size_t out = (size_t)batch * m * n;
         arena_reset((size_t)batch * (m * k + k * n) + m * n + 4 * out + 256);
