@@ -251,6 +251,21 @@ typedef void (*kann_conv_microkernel)(const kann_conv_tile *t);
  * 512 over 14x14, unchanged within 1 %). */
 #define KANN_CONV_PANELS_L2 (512u * 1024u)
 
+/* Whether a pixel block's strips go panel by panel even though the panels would fit the L2
+ * cache: a pointwise conv with one block of reduction steps and at least
+ * KANN_CONV_FIRST_PANELS panels. Strip by strip, each 32-pixel strip stores into every output
+ * plane of the tile (96 for a 16 -> 96 expansion), more store streams than the prefetchers
+ * follow; where y is not in the caches (inside a network, a 4.8 MB map) each store then waits
+ * for its line. Panel by panel, 12 planes take long runs and the block of x (at most
+ * KANN_CONV_BLOCK_BYTES) is read again from L2 by every panel. One core, the caches flushed
+ * between calls, 10th percentile of 100: mobilenet_v2's 16 -> 96 on 112x112 807 -> 509 µs,
+ * 24 -> 144 on 56x56 331 -> 240, 32 -> 192 on 28x28 114 -> 97, squeezenet1_1's 64 -> 256 on 55x55
+ * 1236 -> 1113; with the caches warm and on 14x14 and 7x7 maps unchanged within 1-7 %. */
+#define KANN_CONV_FIRST_PANELS 4
+static inline int kann_conv2d_packed_panels_first(int pointwise, size_t k, size_t n_panels) {
+    return pointwise && k <= KANN_CONV_KC && n_panels >= KANN_CONV_FIRST_PANELS;
+}
+
 /* The tile's output channels [*m_begin, *m_end) and pixels [*p_begin, *p_end). */
 static inline void kann_conv2d_packed_range(const kann_conv2d_packed_args *a, size_t *m_begin,
                                             size_t *m_end, size_t *p_begin, size_t *p_end) {
@@ -548,7 +563,8 @@ kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, 
         size_t n_panels = (m_end - m_begin + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
         size_t n_strips = (q1 - q0 + nr - 1) / nr;
         int strips_outer =
-            n_panels * KANN_CONV_PANEL * KANN_CONV_KC * sizeof(float) <= KANN_CONV_PANELS_L2;
+            n_panels * KANN_CONV_PANEL * KANN_CONV_KC * sizeof(float) <= KANN_CONV_PANELS_L2 &&
+            !kann_conv2d_packed_panels_first(pointwise, K, n_panels);
         /* panels outer, each strip's B comes from the L2 cache whatever the block of k: longer
          * blocks only spare the partial sums' round trips through y */
         size_t kc = strips_outer ? KANN_CONV_KC : KANN_CONV_KC_PANELS;
