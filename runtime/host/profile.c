@@ -11,8 +11,8 @@
 #include "kann_kernels.h"
 #include "kann_profile.h"
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
 }
 
@@ -33,20 +33,30 @@ kann_status kann_profile_run(kann_session *s, uint32_t runs, kann_profile_row **
     uint32_t *row_of = malloc(sizeof(uint32_t) * (n_records ? n_records : 1));
     uint32_t *cursor = malloc(sizeof(uint32_t) * n_streams);
     kann_profile_row *out = calloc(n_records ? n_records : 1, sizeof *out);
-    /* per_run[row * runs + run]: the row's time in that run */
-    size_t stride = runs, rows_max = n_records ? n_records : 1;
-    double *per_run = calloc(rows_max * stride, sizeof *per_run);
-    if (!row_of || !cursor || !out || !per_run) {
+    /* per_run[row * runs + run]: the row's time in that run (ms), allocated once the first run
+     * has found the rows; that run's times wait in out[row].ms */
+    float *per_run = NULL;
+    if (!row_of || !cursor || !out) {
         free(row_of);
         free(cursor);
         free(out);
-        free(per_run);
         return kann_host_fail(err, KANN_E_RUNTIME, "kann_profile_run: out of memory");
     }
     uint32_t n = 0;
     uint64_t consts_size;
     kann_exec ex = {s->arena, kann_model_consts(m, &consts_size)};
     for (uint32_t run = 0; run < runs; run++) {
+        if (run == 1) {
+            per_run = calloc((size_t)(n ? n : 1) * runs, sizeof *per_run);
+            if (!per_run) {
+                free(row_of);
+                free(cursor);
+                free(out);
+                return kann_host_fail(err, KANN_E_RUNTIME, "kann_profile_run: out of memory");
+            }
+            for (uint32_t i = 0; i < n; i++)
+                per_run[(size_t)i * runs] = (float)out[i].ms;
+        }
         for (uint32_t st = 0; st < n_streams; st++) {
             uint32_t count;
             kann_model_stream(m, st, &cursor[st], &count);
@@ -77,16 +87,18 @@ kann_status kann_profile_run(kann_session *s, uint32_t runs, kann_profile_row **
                         out[row].n_records++;
                         out[row].macs += kann_record_macs(kernel, args);
                         row_of[r] = row;
+                        out[row].ms += dt;
+                    } else {
+                        per_run[(size_t)row_of[r] * runs + run] += (float)dt;
                     }
-                    per_run[row_of[r] * stride + run] += dt;
                 }
             }
         }
     }
-    for (uint32_t i = 0; i < n; i++) {
-        double *t = per_run + i * stride;
-        qsort(t, runs, sizeof *t, cmp_double);
-        out[i].ms = runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
+    for (uint32_t i = 0; per_run && i < n; i++) {
+        float *t = per_run + (size_t)i * runs;
+        qsort(t, runs, sizeof *t, cmp_float);
+        out[i].ms = runs % 2 ? t[runs / 2] : 0.5 * ((double)t[runs / 2 - 1] + t[runs / 2]);
     }
     free(per_run);
     free(row_of);
