@@ -80,20 +80,36 @@ static void run_block(const kann_matmul_args *a, const float *a_blk, const float
 /* Rows of B per sweep over the sums: each sum is loaded and stored once per GEMV_STEP rows
  * (8 measured faster than 4 on mobilenet_v2's classifier: 0.26-0.29 against 0.30-0.32 ms). */
 #define GEMV_STEP 8
-_Static_assert(GEMV_STEP % 2 == 0, "sweep runs two chains");
+_Static_assert(GEMV_STEP % 2 == 0, "sweep runs an even count of rows in two chains");
 
-/* sum + the GEMV_STEP rows b[r] at column j (n of its lanes) times s[r], in two chains. */
-static inline __attribute__((always_inline)) vf sweep(const vf *s, const float *const *b, size_t j,
-                                                      vf sum, size_t n) {
-    vf t = sum, u = vf_mul(s[1], n == KANN_VL ? vf_load(b[1] + j) : vf_load_n(b[1] + j, n));
-    t = vf_fmadd(s[0], n == KANN_VL ? vf_load(b[0] + j) : vf_load_n(b[0] + j, n), t);
+/* n floats at p (n <= KANN_VL; n = KANN_VL a whole vector). */
+static inline __attribute__((always_inline)) vf gemv_load(const float *p, size_t n) {
+    return n == KANN_VL ? vf_load(p) : vf_load_n(p, n);
+}
+
+/* sum + rows b[0..rows) at column j (n of its lanes) times s[r]: one row, or an even count in
+ * two chains. */
+static inline __attribute__((always_inline)) vf sweep(const vf *s, const float *const *b, int rows,
+                                                      size_t j, vf sum, size_t n) {
+    vf t = vf_fmadd(s[0], gemv_load(b[0] + j, n), sum);
+    if (rows == 1) return t;
+    vf u = vf_mul(s[1], gemv_load(b[1] + j, n));
 #pragma GCC unroll 8
-    for (int r = 2; r < GEMV_STEP; r += 2) {
-        t = vf_fmadd(s[r], n == KANN_VL ? vf_load(b[r] + j) : vf_load_n(b[r] + j, n), t);
-        u = vf_fmadd(s[r + 1], n == KANN_VL ? vf_load(b[r + 1] + j) : vf_load_n(b[r + 1] + j, n),
-                     u);
+    for (int r = 2; r < rows; r += 2) {
+        t = vf_fmadd(s[r], gemv_load(b[r] + j, n), t);
+        u = vf_fmadd(s[r + 1], gemv_load(b[r + 1] + j, n), u);
     }
     return vf_add(t, u);
+}
+
+/* acc[0..len) += rows b[0..rows) times s[r], column after column. */
+static inline __attribute__((always_inline)) void add_rows(float *acc, size_t len, const vf *s,
+                                                           const float *const *b, int rows) {
+    size_t j = 0;
+    for (; j + KANN_VL <= len; j += KANN_VL)
+        vf_store(acc + j, sweep(s, b, rows, j, vf_load(acc + j), KANN_VL));
+    if (j < len)
+        vf_store_n(acc + j, sweep(s, b, rows, j, vf_load_n(acc + j, len - j), len - j), len - j);
 }
 
 /* The sums of one row of A (a_row, element stride a_cs) against columns [0, len) of B at b_col
@@ -103,32 +119,22 @@ static inline __attribute__((always_inline)) vf sweep(const vf *s, const float *
  * whole row (4 KB for 1000 outputs) per step, which the prefetchers follow poorly. */
 static void gemv(const kann_matmul_args *a, const float *a_row, const float *b_col, size_t len,
                  float *acc) {
-    size_t k = a->k, a_cs = a->a_col_stride, b_rs = a->b_row_stride, kk = 0;
-    size_t full = len / KANN_VL * KANN_VL;
+    size_t k = a->k, a_cs = a->a_col_stride, b_rs = a->b_row_stride;
     for (size_t j = 0; j < len; j++)
         acc[j] = 0.0f;
-    for (; kk + GEMV_STEP <= k; kk += GEMV_STEP) {
+    for (size_t kk = 0; kk < k;) {
+        int rows = k - kk >= GEMV_STEP ? GEMV_STEP : 1;
         vf s[GEMV_STEP];
         const float *b[GEMV_STEP];
-        for (int r = 0; r < GEMV_STEP; r++) {
-            s[r] = vf_set1(a_row[(kk + r) * a_cs]);
-            b[r] = b_col + (kk + r) * b_rs;
+        for (int r = 0; r < rows; r++) {
+            s[r] = vf_set1(a_row[(kk + (size_t)r) * a_cs]);
+            b[r] = b_col + (kk + (size_t)r) * b_rs;
         }
-        size_t j = 0;
-        for (; j < full; j += KANN_VL)
-            vf_store(acc + j, sweep(s, b, j, vf_load(acc + j), KANN_VL));
-        if (j < len)
-            vf_store_n(acc + j, sweep(s, b, j, vf_load_n(acc + j, len - j), len - j), len - j);
-    }
-    for (; kk < k; kk++) {
-        vf s = vf_set1(a_row[kk * a_cs]);
-        const float *b = b_col + kk * b_rs;
-        size_t j = 0;
-        for (; j < full; j += KANN_VL)
-            vf_store(acc + j, vf_fmadd(s, vf_load(b + j), vf_load(acc + j)));
-        if (j < len)
-            vf_store_n(acc + j, vf_fmadd(s, vf_load_n(b + j, len - j), vf_load_n(acc + j, len - j)),
-                       len - j);
+        if (rows == GEMV_STEP)
+            add_rows(acc, len, s, b, GEMV_STEP);
+        else
+            add_rows(acc, len, s, b, 1);
+        kk += (size_t)rows;
     }
 }
 

@@ -36,24 +36,14 @@ kann_status kann_profile_run(kann_session *s, uint32_t runs, kann_profile_row **
     /* per_run[row * runs + run]: the row's time in that run (ms), allocated once the first run
      * has found the rows; that run's times wait in out[row].ms */
     float *per_run = NULL;
-    if (!row_of || !cursor || !out) {
-        free(row_of);
-        free(cursor);
-        free(out);
-        return kann_host_fail(err, KANN_E_RUNTIME, "kann_profile_run: out of memory");
-    }
+    if (!row_of || !cursor || !out) goto out_of_memory;
     uint32_t n = 0;
     uint64_t consts_size;
     kann_exec ex = {s->arena, kann_model_consts(m, &consts_size)};
     for (uint32_t run = 0; run < runs; run++) {
         if (run == 1) {
             per_run = calloc((size_t)(n ? n : 1) * runs, sizeof *per_run);
-            if (!per_run) {
-                free(row_of);
-                free(cursor);
-                free(out);
-                return kann_host_fail(err, KANN_E_RUNTIME, "kann_profile_run: out of memory");
-            }
+            if (!per_run) goto out_of_memory;
             for (uint32_t i = 0; i < n; i++)
                 per_run[(size_t)i * runs] = (float)out[i].ms;
         }
@@ -110,4 +100,9 @@ kann_status kann_profile_run(kann_session *s, uint32_t runs, kann_profile_row **
         err->message[0] = '\0';
     }
     return KANN_OK;
+out_of_memory:
+    free(row_of);
+    free(cursor);
+    free(out);
+    return kann_host_fail(err, KANN_E_RUNTIME, "kann_profile_run: out of memory");
 }
