@@ -493,18 +493,21 @@ kann_conv2d_packed_drive_phase(const kann_conv2d_packed_args *a, const kann_exec
                             ph->taps, a->c_in * ph->n_planes);
 }
 
-/* The AVX-512 variant's direct path for convs over few input channels (output channels in the
- * lanes, inputs broadcast from a zero-padded copy of each output row's window rows): at most
- * KANN_CONV_DIRECT_MAX_C_IN input channels and KANN_CONV_DIRECT_MAX_K reduction steps, the
- * copy (c_in * k_h rows of kann_conv2d_direct_row floats) at most KANN_CONV_DIRECT_STAGE
- * floats. */
+/* The AVX-512 variant's direct path for convs over few input channels (16 pixels of 16
+ * channels at a time, weights broadcast, inputs from a zero-padded copy of each output row's
+ * window rows): at most KANN_CONV_DIRECT_MAX_C_IN input channels and KANN_CONV_DIRECT_MAX_K
+ * reduction steps, the copy (c_in * k_h * stride_w rows of kann_conv2d_direct_row floats) at
+ * most KANN_CONV_DIRECT_STAGE floats. */
 #define KANN_CONV_DIRECT_MAX_C_IN 4
 #define KANN_CONV_DIRECT_MAX_K 160
 #define KANN_CONV_DIRECT_STAGE 12288
 
-/* The copy's row length for output rows w_out wide: every column a block of 16 pixels reads. */
+/* The length of one row of the copy: the copy holds, for each window row of the output row,
+ * its stride_w phases (columns of x at pad_left distance, every stride_w-th, phase by phase),
+ * so that the 16 pixels a block of output computes read 16 consecutive floats of one phase
+ * for each tap, from a column past w_out rounded up to a whole block. */
 static inline size_t kann_conv2d_direct_row(const kann_conv2d_packed_args *a) {
-    size_t w = ((size_t)a->w_out + 15 - 1) * a->stride_w + (size_t)(a->k_w - 1) * a->dil_w + 1;
+    size_t w = ((size_t)a->w_out + 15) / 16 * 16 + (size_t)(a->k_w - 1) * a->dil_w / a->stride_w;
     return (w + 15) / 16 * 16;
 }
 
@@ -513,7 +516,8 @@ static inline int kann_conv2d_packed_direct(const kann_conv2d_packed_args *a) {
     if (a->c_in > KANN_CONV_DIRECT_MAX_C_IN || K == 0 || K > KANN_CONV_DIRECT_MAX_K ||
         a->stride_w == 0 || a->stride_h == 0 || a->w_out == 0 || kann_conv2d_packed_pointwise(a))
         return 0;
-    return (uint64_t)a->c_in * a->k_h * kann_conv2d_direct_row(a) <= KANN_CONV_DIRECT_STAGE;
+    return (uint64_t)a->c_in * a->k_h * a->stride_w * kann_conv2d_direct_row(a) <=
+           KANN_CONV_DIRECT_STAGE;
 }
 
 /* The loop nest of the pointwise and gather paths: pixel blocks; in each, the gather (unless

@@ -14,7 +14,6 @@
 #define KANN_VEC_BITS 512
 #include "vec_math.h"
 #include "simd_act.h"
-#include "transpose_avx512.h"
 #include "row_pair_avx512.h"
 
 #define NR 32
@@ -410,38 +409,38 @@ void kann_conv_microkernel_12x32_avx512(const kann_conv_tile *t) {
     if (sub_strip(t, whole, tail, &s, seg)) column_tail(&s);
 }
 
-/* ---- Short reductions: output channels in the lanes, straight from x ---------------------- */
+/* ---- Short reductions: 16 channels x 16 pixels, straight from x ----------------------------- */
 
 /* Convs over few input channels (the image stems: RGB 3x3, K = 27; 7x7, K = 147) spend as
- * long gathering B and storing through the 12 x 32 tile as multiplying. Here an output pixel is
- * a vector of 16 output channels: per reduction step, one vector of the step's 16 weights and one
- * FMA per pixel whose broadcast operand is the input value itself, read from a zero-padded copy
- * of the output row's window rows (every tap a constant offset from the row's start, every pixel
- * s_w floats on). 16 pixels of a row at a time; they go back to the channel planes through a
- * 16x16 transpose, bias, residual and activation fused. One thread, medians: 3x3 stride 2 over
- * RGB to 64 channels 0.53 -> 0.42 ms, its stride-1 form (wide path) 2.32 -> 1.85, resnet18's 7x7
- * stride 2 1.61 -> 1.45; with 16 input channels (K = 144) it measured no faster than the phase
- * path, so it is taken for at most KANN_CONV_DIRECT_MAX_C_IN input channels
- * (kann_conv2d_packed_direct). */
+ * long gathering B and storing through the 12 x 32 tile as multiplying. Here a block is 16
+ * pixels of an output row for 16 output channels, 16 accumulators of one channel each: per
+ * reduction step, one vector of 16 consecutive inputs and 16 FMAs, each broadcasting one weight.
+ * The inputs come from a zero-padded copy of the output row's window rows, each split into its
+ * stride_w column phases (kann_conv2d_direct_row), so that a tap's 16 pixels are consecutive
+ * floats of one phase at a constant offset from the block's start. Bias, residual and
+ * activation are fused into the stores, one channel plane per accumulator. One thread, medians:
+ * 3x3 stride 2 over RGB to 64 channels 0.53 -> 0.42 ms (against the gather path), its stride-1
+ * form (wide path) 2.32 -> 1.85, resnet18's 7x7 stride 2 1.61 -> 1.45; with 16 input channels
+ * (K = 144) it measured no faster than the phase path, so it is taken for at most
+ * KANN_CONV_DIRECT_MAX_C_IN input channels (kann_conv2d_packed_direct). It had the channels in
+ * the lanes first (each input broadcast, the pixels turned into channel planes by a 16 x 16
+ * transpose): 5 % slower on the RGB stems (squeezenet1_1's, caches warm, 10th percentile of
+ * 200: 540 -> 513 µs; flushed 592 -> 562; mobilenet_v2's 281 -> 269), the 7x7 one the same. */
 
 /* Output channels per pass (4 groups of 16): their weights stay in the L1 cache. */
 #define DIRECT_CHANNELS 64
 
-/* acc[j] = the 16 channels of pixel j: sum over k of w[k * 16 + lane] * src[off[k] + j * S]. */
-static inline __attribute__((always_inline)) void direct_sums(const float *w, const float *src,
-                                                              const ptrdiff_t *off, size_t K,
-                                                              size_t S, __m512 acc[16]) {
+/* acc[c] = 16 pixels of channel c: sum over k of w[k * 16 + c] * src[off[k] + j], j < 16. */
+static inline __attribute__((always_inline)) void
+direct_sums(const float *w, const float *src, const ptrdiff_t *off, size_t K, __m512 acc[16]) {
 #pragma GCC unroll 16
-    for (int j = 0; j < 16; j++)
-        acc[j] = _mm512_setzero_ps();
-    for (size_t k = 0; k < K; k++) {
-        __m512 wv = _mm512_loadu_ps(w + k * 16);
-        const float *p = src + off[k];
-        /* p opaque: each pixel's value then a displacement from it, not an index register */
-        __asm__("" : "+r"(p));
+    for (int c = 0; c < 16; c++)
+        acc[c] = _mm512_setzero_ps();
+    for (size_t k = 0; k < K; k++, w += 16) {
+        __m512 b = _mm512_loadu_ps(src + off[k]);
 #pragma GCC unroll 16
-        for (int j = 0; j < 16; j++)
-            acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)j * S]), wv, acc[j]);
+        for (int c = 0; c < 16; c++)
+            acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(w[c]), b, acc[c]);
     }
 }
 
@@ -461,14 +460,12 @@ typedef struct direct_pass {
 
 /* Pixels [ow0, ow0 + n) of output row oh (n <= 16), group g of the pass. */
 static inline __attribute__((always_inline)) void direct_block(const direct_pass *d, size_t oh,
-                                                               size_t ow0, size_t n, size_t S,
-                                                               size_t g) {
+                                                               size_t ow0, size_t n, size_t g) {
     const kann_conv2d_packed_args *a = d->a;
     __mmask16 m = lanes(0, n);
     size_t at = oh * a->w_out + ow0;
     __m512 acc[16];
-    direct_sums(d->wt + g * d->K * 16, d->st + ow0 * S, d->off, d->K, S, acc);
-    kann_transpose16_ps(acc);
+    direct_sums(d->wt + g * d->K * 16, d->st + ow0, d->off, d->K, acc);
     size_t nl = d->nc - g * 16 < 16 ? d->nc - g * 16 : 16;
     for (size_t l = 0; l < nl; l++) {
         size_t ch = g * 16 + l;
@@ -488,31 +485,15 @@ static inline __attribute__((always_inline)) void direct_block(const direct_pass
     }
 }
 
-/* Columns [c0, c1) of output row oh in blocks of 16, with the column stride S a constant where
- * it is 1 or 2 (each pixel's input then a fixed displacement from one pointer per step). Group
- * by group, so that 16 planes take the row's stores at a time: with y not in the caches (the
- * stem inside a network) 64 at a time stalled on their lines (squeezenet1_1's stem, caches
- * flushed between calls, 10th percentile of 100: 782 -> 720 µs; warm, unchanged). */
-static inline __attribute__((always_inline)) void direct_blocks(const direct_pass *d, size_t oh,
-                                                                size_t c0, size_t c1, size_t S) {
+/* Columns [c0, c1) of output row oh in blocks of 16, group by group, so that 16 planes take
+ * the row's stores at a time: with y not in the caches (the stem inside a network) 64 at a
+ * time stalled on their lines (squeezenet1_1's stem, caches flushed between calls, 10th
+ * percentile of 100: 782 -> 720 µs; warm, unchanged). */
+static __attribute__((noinline)) void direct_blocks(const direct_pass *d, size_t oh, size_t c0,
+                                                    size_t c1) {
     for (size_t g = 0; g * 16 < d->nc; g++)
         for (size_t ow = c0; ow < c1; ow += 16)
-            direct_block(d, oh, ow, c1 - ow < 16 ? c1 - ow : 16, S, g);
-}
-
-static __attribute__((noinline)) void direct_blocks_s1(const direct_pass *d, size_t oh, size_t c0,
-                                                       size_t c1) {
-    direct_blocks(d, oh, c0, c1, 1);
-}
-
-static __attribute__((noinline)) void direct_blocks_s2(const direct_pass *d, size_t oh, size_t c0,
-                                                       size_t c1) {
-    direct_blocks(d, oh, c0, c1, 2);
-}
-
-static __attribute__((noinline)) void direct_blocks_sn(const direct_pass *d, size_t oh, size_t c0,
-                                                       size_t c1) {
-    direct_blocks(d, oh, c0, c1, d->a->stride_w);
+            direct_block(d, oh, ow, c1 - ow < 16 ? c1 - ow : 16, g);
 }
 
 /* The tile's channels in passes of DIRECT_CHANNELS, each over the tile's pixels row by row. */
@@ -522,6 +503,7 @@ static __attribute__((noinline)) void direct_drive(const kann_conv2d_packed_args
     kann_conv2d_packed_range(a, &m_begin, &m_end, &p_begin, &p_end);
     if (m_begin >= m_end || p_begin >= p_end) return;
     size_t taps = (size_t)a->k_h * a->k_w, K = a->c_in * taps, w_st = kann_conv2d_direct_row(a);
+    size_t S = a->stride_w;
     size_t hw = (size_t)a->h_out * a->w_out, plane = (size_t)a->h_in * a->w_in;
     float st[KANN_CONV_DIRECT_STAGE];
     float wt[DIRECT_CHANNELS * KANN_CONV_DIRECT_MAX_K];
@@ -530,7 +512,8 @@ static __attribute__((noinline)) void direct_drive(const kann_conv2d_packed_args
         for (size_t kh = 0; kh < a->k_h; kh++)
             for (size_t kw = 0; kw < a->k_w; kw++)
                 off[c * taps + kh * a->k_w + kw] =
-                    (ptrdiff_t)((c * a->k_h + kh) * w_st + kw * a->dil_w);
+                    (ptrdiff_t)(((c * a->k_h + kh) * S + kw * a->dil_w % S) * w_st +
+                                kw * a->dil_w / S);
     const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
@@ -562,23 +545,27 @@ static __attribute__((noinline)) void direct_drive(const kann_conv2d_packed_args
         for (size_t oh = p_begin / a->w_out; oh * a->w_out < p_end; oh++) {
             size_t c0 = oh * a->w_out < p_begin ? p_begin - oh * a->w_out : 0;
             size_t c1 = (oh + 1) * a->w_out > p_end ? p_end - oh * a->w_out : a->w_out;
-            /* the window rows of output row oh, column iw at iw + pad_left, zero outside x */
+            /* the window rows of output row oh, phase by phase: phase p of window row kh holds
+             * the columns p - pad_left + i * stride_w, i < w_st, zero outside x */
             for (size_t c = 0; c < a->c_in; c++)
                 for (size_t kh = 0; kh < a->k_h; kh++) {
-                    float *dr = st + (c * a->k_h + kh) * w_st;
+                    float *dr = st + (c * a->k_h + kh) * S * w_st;
                     int64_t ih = (int64_t)oh * a->stride_h - a->pad_top + (int64_t)kh * a->dil_h;
-                    if (ih < 0 || ih >= (int64_t)a->h_in)
-                        kann_fill_zero(dr, w_st);
-                    else
-                        kann_row_copy(dr, x + c * plane + (size_t)ih * a->w_in,
-                                      -(int64_t)a->pad_left, 1, a->w_in, w_st);
+                    if (ih < 0 || ih >= (int64_t)a->h_in) {
+                        kann_fill_zero(dr, S * w_st);
+                        continue;
+                    }
+                    const float *x_row = x + c * plane + (size_t)ih * a->w_in;
+                    if (S == 2) { /* both phases in one pass */
+                        kann_row_pair_avx512(dr, dr + w_st, x_row, -(int64_t)a->pad_left, 2,
+                                             a->w_in, w_st);
+                        continue;
+                    }
+                    for (size_t p = 0; p < S; p++)
+                        kann_row_pair_avx512(dr + p * w_st, NULL, x_row, (int64_t)p - a->pad_left,
+                                             a->stride_w, a->w_in, w_st);
                 }
-            if (a->stride_w == 1)
-                direct_blocks_s1(&d, oh, c0, c1);
-            else if (a->stride_w == 2)
-                direct_blocks_s2(&d, oh, c0, c1);
-            else
-                direct_blocks_sn(&d, oh, c0, c1);
+            direct_blocks(&d, oh, c0, c1);
         }
     }
 }
