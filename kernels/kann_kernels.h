@@ -255,6 +255,32 @@ typedef struct kann_conv2d_packed_args {
     kann_act act;
 } kann_conv2d_packed_args;
 
+/* conv2d_maxpool: a conv2d_packed conv (no residual) whose output c goes straight into a max
+ * pool, never stored whole:
+ *   c[m][i][j] = act(bias[m] + sum_{c,kh,kw} W[m][c][kh][kw] * x[c][ih][iw]), with ih =
+ *     i * stride_h - pad_top + kh * dil_h (likewise iw), x = 0 outside it, i < h_conv, j < w_conv;
+ *   y[m][q][r] = max of c[m][q * pool_stride_h - pool_pad_top + u][r * pool_stride_w -
+ *     pool_pad_left + v] over u < pool_k_h, v < pool_k_w inside [0, h_conv) x [0, w_conv)
+ *     (NaNs skipped, as pool2d does; a window of NaNs only gives -inf).
+ * Weights and bias as conv2d_packed's (panels of KANN_CONV_PANEL channels, [panel][K][12]).
+ * Every pool window starts inside c (pads below the window size, the last window's first row
+ * and column inside). scratch: one per
+ * stream, kann_conv2d_maxpool_scratch floats (rows of c that the pool windows share, and what
+ * a variant needs to compute them; ref/conv2d_maxpool.h). Tile axes: 0 = output channels m (begin a multiple of
+ * KANN_CONV_PANEL), 1 = pooled rows q. */
+typedef struct kann_conv2d_maxpool_args {
+    kann_tile tile;
+    kann_ref x, w, bias, y, scratch;
+    uint32_t c_in, h_in, w_in, c_out;
+    uint32_t h_conv, w_conv, k_h, k_w;
+    uint32_t stride_h, stride_w, dil_h, dil_w;
+    uint32_t pad_top, pad_left;
+    uint32_t pool_k_h, pool_k_w, pool_stride_h, pool_stride_w;
+    uint32_t pool_pad_top, pool_pad_left;
+    uint32_t h_out, w_out;
+    kann_act act;
+} kann_conv2d_maxpool_args;
+
 /* conv2d_winograd: a 3x3, stride-1, dilation-1, group-1 conv of one image, by Winograd
  * F(e x e, 3x3) with output tiles of edge e = 2 or 4, its padding read in place:
  *   y[m][oh][ow] = act(sum_{c,kh,kw} W[m][c][kh][kw] * x[c][oh + kh - pad][ow + kw - pad]

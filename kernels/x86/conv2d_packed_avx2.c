@@ -5,6 +5,7 @@
 
 #include "kann_x86.h"
 #include "ref/act.h"
+#include "ref/conv2d_maxpool.h"
 #include "ref/conv2d_packed.h"
 
 #define KANN_VEC_BITS 256
@@ -171,4 +172,10 @@ static void microkernel_12x16(const kann_conv_tile *t) {
 
 void kann_f32_conv2d_packed_6x16_avx2(const void *args, const kann_exec *ex) {
     kann_conv2d_packed_drive(args, ex, NR, microkernel_12x16, kann_row_pair);
+}
+
+/* conv2d_maxpool: the conv's rows through the 6 x 16 tile into the ring, pooled from there by
+ * the portable row (compiled here for AVX2). */
+void kann_f32_conv2d_maxpool_avx2(const void *args, const kann_exec *ex) {
+    kann_conv2d_maxpool_packed(args, ex, kann_f32_conv2d_packed_6x16_avx2, kann_maxpool_rows);
 }

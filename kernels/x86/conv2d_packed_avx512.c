@@ -9,12 +9,14 @@
 
 #include "kann_x86.h"
 #include "ref/act.h"
+#include "ref/conv2d_maxpool.h"
 #include "ref/conv2d_packed.h"
 
 #define KANN_VEC_BITS 512
 #include "vec_math.h"
 #include "simd_act.h"
 #include "row_pair_avx512.h"
+#include "transpose_avx512.h"
 
 #define NR 32
 
@@ -496,75 +498,97 @@ static __attribute__((noinline)) void direct_blocks(const direct_pass *d, size_t
             direct_block(d, oh, ow, c1 - ow < 16 ? c1 - ow : 16, g);
 }
 
+/* The buffers of the direct path (on the caller's stack). */
+typedef struct direct_bufs {
+    float st[KANN_CONV_DIRECT_STAGE];
+    float wt[DIRECT_CHANNELS * KANN_CONV_DIRECT_MAX_K];
+    ptrdiff_t off[KANN_CONV_DIRECT_MAX_K];
+} direct_bufs;
+
+/* d for conv a over the buffers (no pass yet): tap k at off[k] from a block's start. */
+static void direct_setup(direct_pass *d, const kann_conv2d_packed_args *a, direct_bufs *bufs) {
+    size_t taps = (size_t)a->k_h * a->k_w, w_st = kann_conv2d_direct_row(a), S = a->stride_w;
+    for (size_t c = 0; c < a->c_in; c++)
+        for (size_t kh = 0; kh < a->k_h; kh++)
+            for (size_t kw = 0; kw < a->k_w; kw++)
+                bufs->off[c * taps + kh * a->k_w + kw] =
+                    (ptrdiff_t)(((c * a->k_h + kh) * S + kw * a->dil_w % S) * w_st +
+                                kw * a->dil_w / S);
+    d->a = a;
+    d->wt = bufs->wt;
+    d->st = bufs->st;
+    d->off = bufs->off;
+    d->K = a->c_in * taps;
+    d->vec_act = kann_act_vectorizes(&a->act);
+    d->lo = _mm512_set1_ps(kann_act_lo(&a->act));
+    d->hi = _mm512_set1_ps(kann_act_hi(&a->act));
+}
+
+/* The pass of channels [m0, m0 + nc) (nc <= DIRECT_CHANNELS): its weights as [group][k][16]
+ * from the panels [m / 12][k][m % 12], zero past its channels. */
+static void direct_pass_weights(direct_pass *d, const float *w, size_t m0, size_t nc,
+                                direct_bufs *bufs) {
+    size_t K = d->K;
+    d->nc = nc;
+    for (size_t g = 0; g * 16 < nc; g++)
+        for (size_t k = 0; k < K; k++)
+            for (size_t l = 0; l < 16; l++) {
+                size_t m = m0 + g * 16 + l;
+                bufs->wt[(g * K + k) * 16 + l] =
+                    g * 16 + l < nc ? w[(m / KANN_CONV_PANEL) * K * KANN_CONV_PANEL +
+                                        k * KANN_CONV_PANEL + m % KANN_CONV_PANEL]
+                                    : 0.0f;
+            }
+}
+
+/* The window rows of output row oh into st, phase by phase: phase p of window row kh holds the
+ * columns p - pad_left + i * stride_w, i < kann_conv2d_direct_row, zero outside x. */
+static void direct_stage(const kann_conv2d_packed_args *a, const float *x, size_t oh, float *st) {
+    size_t w_st = kann_conv2d_direct_row(a), S = a->stride_w, plane = (size_t)a->h_in * a->w_in;
+    for (size_t c = 0; c < a->c_in; c++)
+        for (size_t kh = 0; kh < a->k_h; kh++) {
+            float *dr = st + (c * a->k_h + kh) * S * w_st;
+            int64_t ih = (int64_t)oh * a->stride_h - a->pad_top + (int64_t)kh * a->dil_h;
+            if (ih < 0 || ih >= (int64_t)a->h_in) {
+                kann_fill_zero(dr, S * w_st);
+                continue;
+            }
+            const float *x_row = x + c * plane + (size_t)ih * a->w_in;
+            if (S == 2) { /* both phases in one pass */
+                kann_row_pair_avx512(dr, dr + w_st, x_row, -(int64_t)a->pad_left, 2, a->w_in,
+                                     w_st);
+                continue;
+            }
+            for (size_t p = 0; p < S; p++)
+                kann_row_pair_avx512(dr + p * w_st, NULL, x_row, (int64_t)p - a->pad_left,
+                                     a->stride_w, a->w_in, w_st);
+        }
+}
+
 /* The tile's channels in passes of DIRECT_CHANNELS, each over the tile's pixels row by row. */
 static __attribute__((noinline)) void direct_drive(const kann_conv2d_packed_args *a,
                                                    const kann_exec *ex) {
     size_t m_begin, m_end, p_begin, p_end;
     kann_conv2d_packed_range(a, &m_begin, &m_end, &p_begin, &p_end);
     if (m_begin >= m_end || p_begin >= p_end) return;
-    size_t taps = (size_t)a->k_h * a->k_w, K = a->c_in * taps, w_st = kann_conv2d_direct_row(a);
-    size_t S = a->stride_w;
-    size_t hw = (size_t)a->h_out * a->w_out, plane = (size_t)a->h_in * a->w_in;
-    float st[KANN_CONV_DIRECT_STAGE];
-    float wt[DIRECT_CHANNELS * KANN_CONV_DIRECT_MAX_K];
-    ptrdiff_t off[KANN_CONV_DIRECT_MAX_K];
-    for (size_t c = 0; c < a->c_in; c++)
-        for (size_t kh = 0; kh < a->k_h; kh++)
-            for (size_t kw = 0; kw < a->k_w; kw++)
-                off[c * taps + kh * a->k_w + kw] =
-                    (ptrdiff_t)(((c * a->k_h + kh) * S + kw * a->dil_w % S) * w_st +
-                                kw * a->dil_w / S);
+    size_t hw = (size_t)a->h_out * a->w_out;
     const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    direct_bufs bufs;
     direct_pass d;
-    d.a = a;
-    d.wt = wt;
-    d.st = st;
-    d.off = off;
-    d.K = K;
+    direct_setup(&d, a, &bufs);
     d.hw = hw;
-    d.vec_act = kann_act_vectorizes(&a->act);
-    d.lo = _mm512_set1_ps(kann_act_lo(&a->act));
-    d.hi = _mm512_set1_ps(kann_act_hi(&a->act));
     for (size_t m0 = m_begin; m0 < m_end; m0 += DIRECT_CHANNELS) {
-        d.nc = m_end - m0 < DIRECT_CHANNELS ? m_end - m0 : DIRECT_CHANNELS;
-        /* the pass's weights as [group][k][16] from the panels [m / 12][k][m % 12] */
-        for (size_t g = 0; g * 16 < d.nc; g++)
-            for (size_t k = 0; k < K; k++)
-                for (size_t l = 0; l < 16; l++) {
-                    size_t m = m0 + g * 16 + l;
-                    wt[(g * K + k) * 16 + l] =
-                        m < m_end ? w[(m / KANN_CONV_PANEL) * K * KANN_CONV_PANEL +
-                                      k * KANN_CONV_PANEL + m % KANN_CONV_PANEL]
-                                  : 0.0f;
-                }
+        direct_pass_weights(&d, w, m0, m_end - m0 < DIRECT_CHANNELS ? m_end - m0 : DIRECT_CHANNELS,
+                            &bufs);
         d.bias = bias ? bias + m0 : NULL;
         d.res = res ? res + m0 * hw : NULL;
         d.y = kann_mref(ex, a->y) + m0 * hw;
         for (size_t oh = p_begin / a->w_out; oh * a->w_out < p_end; oh++) {
             size_t c0 = oh * a->w_out < p_begin ? p_begin - oh * a->w_out : 0;
             size_t c1 = (oh + 1) * a->w_out > p_end ? p_end - oh * a->w_out : a->w_out;
-            /* the window rows of output row oh, phase by phase: phase p of window row kh holds
-             * the columns p - pad_left + i * stride_w, i < w_st, zero outside x */
-            for (size_t c = 0; c < a->c_in; c++)
-                for (size_t kh = 0; kh < a->k_h; kh++) {
-                    float *dr = st + (c * a->k_h + kh) * S * w_st;
-                    int64_t ih = (int64_t)oh * a->stride_h - a->pad_top + (int64_t)kh * a->dil_h;
-                    if (ih < 0 || ih >= (int64_t)a->h_in) {
-                        kann_fill_zero(dr, S * w_st);
-                        continue;
-                    }
-                    const float *x_row = x + c * plane + (size_t)ih * a->w_in;
-                    if (S == 2) { /* both phases in one pass */
-                        kann_row_pair_avx512(dr, dr + w_st, x_row, -(int64_t)a->pad_left, 2,
-                                             a->w_in, w_st);
-                        continue;
-                    }
-                    for (size_t p = 0; p < S; p++)
-                        kann_row_pair_avx512(dr + p * w_st, NULL, x_row, (int64_t)p - a->pad_left,
-                                             a->stride_w, a->w_in, w_st);
-                }
+            direct_stage(a, x, oh, bufs.st);
             direct_blocks(&d, oh, c0, c1);
         }
     }
@@ -579,4 +603,206 @@ void kann_f32_conv2d_packed_12x32_avx512(const void *args, const kann_exec *ex) 
     if (kann_conv2d_lanes_avx512(a, ex)) return;
     kann_conv2d_packed_drive(args, ex, NR, kann_conv_microkernel_12x32_avx512,
                              kann_row_pair_avx512);
+}
+
+/* ---- conv2d_maxpool: the conv's rows into a ring, pooled from there ------------------------ */
+
+/* Widest conv row the vector pool takes (its row of window maxima lives on the stack). */
+#define MAXPOOL_VEC_W 2048
+
+/* Widest conv row the direct path pools with 16 channels together (its padded row of window
+ * maxima, one vector a column, lives on the stack). */
+#define MAXPOOL_DIRECT_W 512
+
+/* The pool of rows [lo, hi) of the ring into pooled row q, channels [m_begin, m_end): each
+ * column's maximum over the window rows into a row padded with -inf (pool_pad_left before it,
+ * enough after it), then 16 pooled columns a vector over the window's columns (stride 2: a
+ * window column's 16 values are the even lanes of two loads). NaNs are skipped, as pool2d
+ * does. Strides past 2, windows wider than 16 and rows wider than MAXPOOL_VEC_W pool through
+ * the portable row. */
+static void maxpool_rows(const kann_conv2d_maxpool_args *a, const kann_exec *ex, size_t q,
+                         size_t lo, size_t hi, size_t m_begin, size_t m_end) {
+    size_t w = a->w_conv, pl = a->pool_pad_left, kw = a->pool_k_w, s = a->pool_stride_w;
+    size_t need = s * ((size_t)a->w_out + 15) + kw + 32; /* the padded row's floats read */
+    if (s > 2 || kw > 16 || w > MAXPOOL_VEC_W || need > MAXPOOL_VEC_W + 64) {
+        for (size_t m = m_begin; m < m_end; m++)
+            kann_maxpool_row(a, ex, q, lo, hi, m, m_begin);
+        return;
+    }
+    const __m512 none = _mm512_set1_ps(-INFINITY);
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    float row[MAXPOOL_VEC_W + 64 + 16];
+    for (size_t j = 0; j < pl; j++)
+        row[j] = -INFINITY;
+    for (size_t j = pl + w; j < need; j++)
+        row[j] = -INFINITY;
+    /* the window's first row in the ring, the ring's end and a slot's floats */
+    const float *first = kann_maxpool_ring_row(a, ex, lo, m_begin, m_begin);
+    const float *ring = kann_maxpool_ring_row(a, ex, 0, m_begin, m_begin);
+    size_t slot = (size_t)kann_maxpool_slot(a), n_rows = hi - lo;
+    const float *ring_end = ring + a->pool_k_h * slot;
+    for (size_t m = m_begin; m < m_end; m++) {
+        size_t at = (m - m_begin) * w;
+        for (size_t j = 0; j < w; j += 16) {
+            __mmask16 keep = lanes(0, w - j < 16 ? w - j : 16);
+            __m512 v = none;
+            const float *r = first;
+            for (size_t i = 0; i < n_rows; i++) {
+                v = _mm512_max_ps(_mm512_mask_loadu_ps(none, keep, r + at + j), v);
+                r += slot;
+                if (r == ring_end) r = ring;
+            }
+            _mm512_mask_storeu_ps(row + pl + j, keep, v);
+        }
+        float *y = kann_mref(ex, a->y) + ((size_t)m * a->h_out + q) * a->w_out;
+        for (size_t r = 0; r < a->w_out; r += 16) {
+            const float *p = row + s * r;
+            __m512 acc = none;
+            for (size_t v = 0; v < kw; v++) {
+                __m512 t = s == 1 ? _mm512_loadu_ps(p + v)
+                                  : _mm512_permutex2var_ps(_mm512_loadu_ps(p + v), even,
+                                                           _mm512_loadu_ps(p + v + 16));
+                acc = _mm512_max_ps(t, acc);
+            }
+            _mm512_mask_storeu_ps(y + r, lanes(0, a->w_out - r < 16 ? a->w_out - r : 16), acc);
+        }
+    }
+}
+
+/* What the direct path's conv rows need: the pass, its buffers and the view of the conv. */
+typedef struct maxpool_direct {
+    direct_pass d;
+    direct_bufs *bufs;
+    const float *x;
+    const float *bt; /* the pass's biases, 16 per group, 0 past its channels */
+} maxpool_direct;
+
+/* Conv row i of the pass's channels into its ring slot, 16 channels of a pixel together
+ * ([group][column][16]): per block of 16 pixels, acc[j] = the 16 channels of pixel j, each
+ * reduction step one vector of weights and 16 FMAs broadcasting one input each (no transpose:
+ * the pool takes whole vectors of channels, and only its output, a quarter of the pixels or
+ * fewer, goes back to planes). Bias and activation before the pool. */
+static void maxpool_direct_row(const kann_conv2d_maxpool_args *a, const kann_exec *ex, size_t i,
+                               size_t m_begin, size_t m_end, void *ctx) {
+    maxpool_direct *md = ctx;
+    const direct_pass *d = &md->d;
+    (void)m_end;
+    direct_stage(d->a, md->x, i, md->bufs->st);
+    size_t w = a->w_conv, w16 = (w + 15) / 16 * 16, K = d->K;
+    float *slot = kann_maxpool_ring_row(a, ex, i, m_begin, m_begin);
+    for (size_t g = 0; g * 16 < d->nc; g++) {
+        const float *wg = d->wt + g * K * 16;
+        __m512 bias = _mm512_loadu_ps(md->bt + g * 16);
+        float *out = slot + g * w16 * 16;
+        for (size_t ow = 0; ow < w; ow += 16) {
+            __m512 acc[16];
+            const float *src = d->st + ow;
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++)
+                acc[j] = bias;
+            for (size_t k = 0; k < K; k++) {
+                __m512 wv = _mm512_loadu_ps(wg + k * 16);
+                const float *p = src + d->off[k];
+                /* p opaque: each pixel's input a displacement from it, not an index register */
+                __asm__("" : "+r"(p));
+#pragma GCC unroll 16
+                for (int j = 0; j < 16; j++)
+                    acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), wv, acc[j]);
+            }
+            float *o = out + ow * 16;
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++)
+                _mm512_storeu_ps(o + 16 * j,
+                                 d->vec_act ? vf_act(acc[j], &d->a->act, d->lo, d->hi) : acc[j]);
+            if (!d->vec_act)
+                for (size_t e = 0; e < 16 * 16; e++)
+                    o[e] = kann_act_apply(&d->a->act, o[e]);
+        }
+    }
+}
+
+/* Pooled row q of the pass's channels from the ring rows [lo, hi) as maxpool_direct_row left
+ * them: per group, each column's maximum over the window rows (16 channels a vector) into a row
+ * padded with -inf, the window's columns, then 16 pooled pixels turned into 16 channel rows of
+ * y. NaNs are skipped, as pool2d does. */
+static void maxpool_direct_pool(const kann_conv2d_maxpool_args *a, const kann_exec *ex, size_t q,
+                                size_t lo, size_t hi, size_t m_begin, size_t m_end) {
+    size_t w = a->w_conv, w16 = (w + 15) / 16 * 16, pl = a->pool_pad_left;
+    size_t kw = a->pool_k_w, s = a->pool_stride_w, w_out = a->w_out;
+    size_t slot = (size_t)kann_maxpool_slot(a), n_rows = hi - lo, hw = (size_t)a->h_out * w_out;
+    const __m512 none = _mm512_set1_ps(-INFINITY);
+    const float *ring = kann_maxpool_ring_row(a, ex, 0, m_begin, m_begin);
+    const float *ring_end = ring + a->pool_k_h * slot;
+    const float *first = ring + (lo % a->pool_k_h) * slot;
+    /* the padded row: column c at pl + c, -inf before and after (the last window's reach) */
+    size_t reach = (w_out - 1) * s + kw, n_pad = reach > pl + w ? reach : pl + w;
+    __m512 vm[MAXPOOL_DIRECT_W + 2 * 16];
+    for (size_t c = 0; c < pl; c++)
+        vm[c] = none;
+    for (size_t c = pl + w; c < n_pad; c++)
+        vm[c] = none;
+    float *y = kann_mref(ex, a->y) + q * w_out;
+    for (size_t g = 0; g * 16 < m_end - m_begin; g++) {
+        size_t nl = m_end - m_begin - g * 16 < 16 ? m_end - m_begin - g * 16 : 16;
+        for (size_t c = 0; c < w; c++) {
+            const float *r = first + (g * w16 + c) * 16;
+            __m512 v = none;
+            for (size_t i = 0; i < n_rows; i++) {
+                v = _mm512_max_ps(_mm512_loadu_ps(r), v);
+                r += slot;
+                if (r >= ring_end) r -= a->pool_k_h * slot;
+            }
+            vm[pl + c] = v;
+        }
+        for (size_t r0 = 0; r0 < w_out; r0 += 16) {
+            size_t n = w_out - r0 < 16 ? w_out - r0 : 16;
+            __m512 out[16];
+            for (size_t j = 0; j < 16; j++) {
+                __m512 acc = none;
+                if (j < n) {
+                    const __m512 *t = vm + (r0 + j) * s;
+                    for (size_t v = 0; v < kw; v++)
+                        acc = _mm512_max_ps(t[v], acc);
+                }
+                out[j] = acc;
+            }
+            kann_transpose16_ps(out);
+            __mmask16 keep = lanes(0, n);
+            for (size_t l = 0; l < nl; l++)
+                _mm512_mask_storeu_ps(y + (m_begin + g * 16 + l) * hw + r0, keep, out[l]);
+        }
+    }
+}
+
+void kann_f32_conv2d_maxpool_avx512(const void *args, const kann_exec *ex) {
+    const kann_conv2d_maxpool_args *a = args;
+    size_t m_begin, m_end, q_begin, q_end;
+    kann_conv2d_maxpool_range(a, &m_begin, &m_end, &q_begin, &q_end);
+    if (a->w_out == 0 || m_begin >= m_end || q_begin >= q_end) return;
+    /* the conv alone, as the direct path sees it (rows into the ring: no y, no tile) */
+    kann_conv2d_packed_args c = kann_conv2d_maxpool_conv(a);
+    if (!kann_conv2d_packed_direct(&c) || a->pool_k_w > 16 ||
+        (size_t)(a->w_out - 1) * a->pool_stride_w + a->pool_k_w > MAXPOOL_DIRECT_W ||
+        (size_t)a->pool_pad_left + a->w_conv > MAXPOOL_DIRECT_W) {
+        kann_conv2d_maxpool_packed(a, ex, kann_f32_conv2d_packed_12x32_avx512, maxpool_rows);
+        return;
+    }
+    const float *w = kann_cref(ex, a->w);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    direct_bufs bufs;
+    maxpool_direct md;
+    direct_setup(&md.d, &c, &bufs);
+    md.bufs = &bufs;
+    md.x = kann_cref(ex, a->x);
+    float bt[DIRECT_CHANNELS];
+    md.bt = bt;
+    for (size_t m0 = m_begin; m0 < m_end; m0 += DIRECT_CHANNELS) {
+        size_t nc = m_end - m0 < DIRECT_CHANNELS ? m_end - m0 : DIRECT_CHANNELS;
+        direct_pass_weights(&md.d, w, m0, nc, &bufs);
+        for (size_t l = 0; l < DIRECT_CHANNELS; l++)
+            bt[l] = bias && l < nc ? bias[m0 + l] : 0.0f;
+        kann_conv2d_maxpool_drive(a, ex, m0, m0 + nc, q_begin, q_end, maxpool_direct_row, &md,
+                                  maxpool_direct_pool);
+    }
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "kann_kernels.h"
+#include "ref/conv2d_maxpool.h"
 #include "ref/conv2d_packed.h"
 #ifdef KANN_HAVE_X86
 #include "kann_x86.h"
@@ -857,6 +858,214 @@ static void test_pool2d_random(void **state) {
     }
 }
 
+/* ---- conv2d_maxpool -------------------------------------------------------------------------- */
+
+/* The fused conv and max pool against the conv2d reference into a whole map, max-pooled by the
+ * pool2d reference: 1 to 4 input channels (the AVX-512 direct path; one case in 4 up to 20, the
+ * 12 x 32 tile), windows up to 7x7, strides 1 to 3, dilation, padding, 1 to 80 output channels
+ * (passes of 64, ragged groups of 16), pool windows 1 to 4 at strides 1 to 3 with padding below
+ * the window and last windows cut by the map's end (ceil mode), rows from 1 to 70 columns and one
+ * case in 8 224 wide (a stem's rows); two complementary tiles on a random axis. */
+static void test_conv2d_maxpool_random(void **state) {
+    (void)state;
+    rng_state = 91;
+    int cases = 0;
+    for (int i = 0; i < 160; i++) {
+        uint32_t c_in = i % 4 == 3 ? rng_range(5, 20) : rng_range(1, 4);
+        uint32_t c_out = rng_range(1, 80), k_h = rng_range(1, 7), k_w = rng_range(1, 7);
+        uint32_t stride = rng_range(1, 3), dil = rng_range(1, 4) == 1 ? 2 : 1;
+        uint32_t pad = rng_range(0, 3);
+        uint32_t h_in = rng_range(1, 24), w_in = i % 8 == 5 ? 224 : rng_range(1, 70);
+        if (i % 8 == 5) h_in = rng_range(1, 12);
+        int64_t span_h = (int64_t)h_in + 2 * pad - (int64_t)dil * (k_h - 1);
+        int64_t span_w = (int64_t)w_in + 2 * pad - (int64_t)dil * (k_w - 1);
+        if (span_h < 1 || span_w < 1) continue;
+        uint32_t h_conv = (uint32_t)((span_h - 1) / stride + 1);
+        uint32_t w_conv = (uint32_t)((span_w - 1) / stride + 1);
+        uint32_t pk_h = rng_range(1, 4), pk_w = rng_range(1, 4);
+        uint32_t ps_h = rng_range(1, 3), ps_w = rng_range(1, 3);
+        uint32_t pp_h = rng_range(0, pk_h - 1), pp_w = rng_range(0, pk_w - 1);
+        int ceil_mode = rng_range(0, 1);
+        int64_t ph = (int64_t)h_conv + 2 * pp_h - pk_h, pw = (int64_t)w_conv + 2 * pp_w - pk_w;
+        if (ph < 0 || pw < 0) continue;
+        uint32_t h_out = (uint32_t)((ph + (ceil_mode ? ps_h - 1 : 0)) / ps_h + 1);
+        uint32_t w_out = (uint32_t)((pw + (ceil_mode ? ps_w - 1 : 0)) / ps_w + 1);
+        /* the last window starts inside the map (ceil mode drops one that would not) */
+        if ((uint64_t)(h_out - 1) * ps_h >= (uint64_t)h_conv + pp_h) h_out--;
+        if ((uint64_t)(w_out - 1) * ps_w >= (uint64_t)w_conv + pp_w) w_out--;
+        size_t K = (size_t)c_in * k_h * k_w, hw = (size_t)h_conv * w_conv;
+        size_t panels = (c_out + 11) / 12, out = (size_t)c_out * h_out * w_out;
+
+        kann_conv2d_maxpool_args a = {0};
+        a.c_in = c_in;
+        a.h_in = h_in;
+        a.w_in = w_in;
+        a.c_out = c_out;
+        a.h_conv = h_conv;
+        a.w_conv = w_conv;
+        a.k_h = k_h;
+        a.k_w = k_w;
+        a.stride_h = a.stride_w = stride;
+        a.dil_h = a.dil_w = dil;
+        a.pad_top = a.pad_left = pad;
+        a.pool_k_h = pk_h;
+        a.pool_k_w = pk_w;
+        a.pool_stride_h = ps_h;
+        a.pool_stride_w = ps_w;
+        a.pool_pad_top = pp_h;
+        a.pool_pad_left = pp_w;
+        a.h_out = h_out;
+        a.w_out = w_out;
+        uint64_t band, gather, floats = kann_conv2d_maxpool_scratch(&a, &band, &gather);
+        arena_reset(c_in * h_in * w_in + c_out * K + panels * 12 * K + c_out + c_out * hw +
+                    3 * out + floats + 1024);
+
+        /* the reference: the whole conv, then its max pool */
+        kann_conv2d_args r = {0};
+        r.n = 1;
+        r.c_in = c_in;
+        r.h_in = h_in;
+        r.w_in = w_in;
+        r.c_out = c_out;
+        r.h_out = h_conv;
+        r.w_out = w_conv;
+        r.group = 1;
+        r.k_h = k_h;
+        r.k_w = k_w;
+        r.stride_h = r.stride_w = stride;
+        r.dil_h = r.dil_w = dil;
+        r.pad_top = r.pad_left = pad;
+        r.act = random_act();
+        r.x = alloc_ref(c_in * h_in * w_in, 1);
+        r.w = alloc_ref(c_out * K, 1);
+        kann_ref none = {0, 0, 0};
+        r.bias = rng_range(0, 1) ? alloc_ref(c_out, 1) : none;
+        r.residual = none;
+        r.y = alloc_ref(c_out * hw, 0);
+        r.tile = (kann_tile){0, 0, c_out, 0};
+        kann_exec ex = exec_ctx();
+        kann_bounds bd = bounds_all();
+        kann_error err;
+        assert_int_equal(kann_conv2d_validate(&r, &bd, &err), KANN_OK);
+        kann_f32_conv2d_ref(&r, &ex);
+        kann_pool2d_args p = {0};
+        p.kind = KANN_POOL_MAX;
+        p.planes = c_out;
+        p.h_in = h_conv;
+        p.w_in = w_conv;
+        p.h_out = h_out;
+        p.w_out = w_out;
+        p.k_h = pk_h;
+        p.k_w = pk_w;
+        p.stride_h = ps_h;
+        p.stride_w = ps_w;
+        p.dil_h = p.dil_w = 1;
+        p.pad_top = pp_h;
+        p.pad_left = pp_w;
+        int64_t pb = (int64_t)(h_out - 1) * ps_h + pk_h - pp_h - h_conv;
+        int64_t pr = (int64_t)(w_out - 1) * ps_w + pk_w - pp_w - w_conv;
+        p.pad_bottom = pb > 0 ? (uint32_t)pb : 0;
+        p.pad_right = pr > 0 ? (uint32_t)pr : 0;
+        p.x = r.y;
+        p.y = alloc_ref(out, 0);
+        p.tile = (kann_tile){0, 0, c_out, 0};
+        assert_int_equal(kann_pool2d_validate(&p, &bd, &err), KANN_OK);
+        kann_f32_pool2d_ref(&p, &ex);
+
+        a.act = r.act;
+        a.x = r.x;
+        a.bias = r.bias;
+        a.w = alloc_ref(panels * 12 * K, 0);
+        float *wp = at(a.w), *w = at(r.w);
+        memset(wp, 0, panels * 12 * K * sizeof(float));
+        for (size_t m = 0; m < c_out; m++)
+            for (size_t k = 0; k < K; k++)
+                wp[(m / 12) * K * 12 + k * 12 + m % 12] = w[m * K + k];
+        a.y = alloc_ref(out, 0);
+        a.scratch = alloc_ref(floats, 0);
+        kann_conv2d_packed_args cv = {0};
+        cv.c_in = c_in;
+        cv.h_in = h_in;
+        cv.w_in = w_in;
+        cv.h_out = h_conv;
+        cv.w_out = w_conv;
+        cv.k_h = k_h;
+        cv.k_w = k_w;
+        cv.stride_h = cv.stride_w = stride;
+        cv.dil_h = cv.dil_w = dil;
+        cv.pad_top = cv.pad_left = pad;
+
+        variant vs[4];
+        int nv = variants_of(KANN_KERNEL_F32_CONV2D_MAXPOOL, vs);
+        for (int v = 0; v < nv; v++) {
+            for (size_t j = 0; j < out; j++)
+                at(a.y)[j] = NAN;
+            uint32_t axis = rng_range(0, 1), extent = axis ? h_out : c_out;
+            uint32_t cut = axis ? rng_range(0, extent) : rng_range(0, (c_out + 11) / 12) * 12;
+            if (cut > extent) cut = extent;
+            kann_conv2d_maxpool_args t0 = a, t1 = a;
+            t0.tile = (kann_tile){axis, 0, cut, 0};
+            t1.tile = (kann_tile){axis, cut, extent, 0};
+            if (kann_conv2d_maxpool_validate(&t0, &bd, &err) != KANN_OK ||
+                kann_conv2d_maxpool_validate(&t1, &bd, &err) != KANN_OK)
+                fail_msg("conv2d_maxpool arguments refused: %s", err.message);
+            vs[v].fn(&t0, &ex);
+            vs[v].fn(&t1, &ex);
+            char what[200];
+            snprintf(what, sizeof what,
+                     "conv2d_maxpool c_in %u c_out %u %ux%u k %ux%u s %u d %u p %u act %u%s pool "
+                     "%ux%u s %ux%u p %ux%u out %ux%u tile %u@%u",
+                     c_in, c_out, h_in, w_in, k_h, k_w, stride, dil, pad, a.act.kind,
+                     kann_conv2d_packed_direct(&cv) ? " direct" : "", pk_h, pk_w, ps_h, ps_w, pp_h,
+                     pp_w, h_out, w_out, axis, cut);
+            expect_close(at(p.y), at(a.y), out, what, vs[v].isa);
+        }
+        cases++;
+    }
+    assert_true(cases > 100);
+}
+
+/* conv2d_maxpool's validator: windows that start outside the map, pads as wide as the window, a
+ * channel tile off a panel, a scratch too small. */
+static void test_conv2d_maxpool_validate(void **state) {
+    (void)state;
+    kann_conv2d_maxpool_args a = {0};
+    a.c_in = 3;
+    a.h_in = a.w_in = 20;
+    a.c_out = 16;
+    a.h_conv = a.w_conv = 9;
+    a.k_h = a.k_w = 3;
+    a.stride_h = a.stride_w = 2;
+    a.dil_h = a.dil_w = 1;
+    a.pool_k_h = a.pool_k_w = 3;
+    a.pool_stride_h = a.pool_stride_w = 2;
+    a.h_out = a.w_out = 4;
+    a.tile = (kann_tile){0, 0, 16, 0};
+    uint64_t band, gather, floats = kann_conv2d_maxpool_scratch(&a, &band, &gather);
+    arena_reset(3 * 400 + 2 * 12 * 27 + 16 * 16 + floats + 64);
+    a.x = alloc_ref(3 * 400, 1);
+    a.w = alloc_ref(2 * 12 * 27, 1);
+    a.y = alloc_ref(16 * 16, 0);
+    a.scratch = alloc_ref(floats, 0);
+    kann_bounds bd = bounds_all();
+    kann_error err;
+    assert_int_equal(kann_conv2d_maxpool_validate(&a, &bd, &err), KANN_OK);
+    kann_conv2d_maxpool_args b = a;
+    b.h_out = 5; /* its last window would start at row 8 + 1 past the map's 9 rows... */
+    b.pool_pad_top = 0;
+    b.pool_stride_h = 3;
+    assert_int_not_equal(kann_conv2d_maxpool_validate(&b, &bd, &err), KANN_OK);
+    b = a;
+    b.pool_pad_left = 3;
+    assert_int_not_equal(kann_conv2d_maxpool_validate(&b, &bd, &err), KANN_OK);
+    b = a;
+    b.tile = (kann_tile){0, 6, 16, 0};
+    assert_int_not_equal(kann_conv2d_maxpool_validate(&b, &bd, &err), KANN_OK);
+    b = a;
+    b.scratch.offset += 4 * 64; /* past the arena's end */
+    assert_int_not_equal(kann_conv2d_maxpool_validate(&b, &bd, &err), KANN_OK);
+}
+
 /* ---- matmul (fully-connected layers at batch 1, transformer layers) ------------------------ */
 
 /* Shapes from the GEMV path (a few rows; a tile of one row streams B) to several row blocks,
@@ -961,6 +1170,8 @@ int main(void) {
         cmocka_unit_test(test_dwconv2d_model_shapes),
         cmocka_unit_test(test_dwconv2d_lanes),
         cmocka_unit_test(test_pool2d_random),
+        cmocka_unit_test(test_conv2d_maxpool_random),
+        cmocka_unit_test(test_conv2d_maxpool_validate),
         cmocka_unit_test(test_matmul_random),
         cmocka_unit_test(test_isa_names),
     };
