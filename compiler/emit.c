@@ -79,7 +79,7 @@ void kc_call_args(const kc_graph *g, const kc_call *c, const kc_tile_record *r, 
         int64_t off;
         int root = kc_value_root(g, c->fixups[f].value, &off);
         int copies = c->fixups[f].copies;
-        if (copies > 1 && r->axis == 0) /* a private scratch: the stream's own copy */
+        if (copies > 1 && (r->axis == 0 || c->fixups[f].private_all)) /* the stream's own copy */
             off += (int64_t)(value_bytes(&g->values[c->fixups[f].value]) / (uint64_t)copies) * st;
         kann_ref ref;
         ref.space = kc_is_const(g, root) ? KANN_SPACE_CONST : KANN_SPACE_ARENA;

@@ -42,6 +42,7 @@ void kc_bind(kc_call *c, size_t field, int v, int64_t byte_offset, int write) {
     f->byte_offset = byte_offset;
     f->write = write;
     f->copies = 0;
+    f->private_all = 0;
 }
 
 void kc_set_tile(kc_call *c, uint32_t extent0, uint32_t granule0, uint32_t extent1,
@@ -118,6 +119,12 @@ void kc_bind_scratch(kc_graph *g, const kc_program *p, kc_call *c, size_t field,
     int copies = p->streams > 1 ? p->streams : 1;
     kc_bind(c, field, kc_new_scratch(g, base, floats * copies), 0, 1);
     c->fixups[c->n_fixups - 1].copies = copies;
+}
+
+void kc_bind_scratch_private(kc_graph *g, const kc_program *p, kc_call *c, size_t field,
+                             const char *base, int64_t floats) {
+    kc_bind_scratch(g, p, c, field, base, floats);
+    c->fixups[c->n_fixups - 1].private_all = 1;
 }
 
 /* A float32 constant made by the compiler (packed or folded parameters). */

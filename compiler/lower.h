@@ -22,6 +22,9 @@ typedef struct kc_fixup {
      * many equal copies, and stream st's records along axis 0 address copy st (tiles along
      * axis 1 write disjoint parts of copy 0). 0: not such a scratch. */
     int copies;
+    /* copies > 0: every tile, along either axis, writes the scratch whole, and stream st's
+     * records address copy st whatever their axis (kc_bind_scratch_private). */
+    int private_all;
 } kc_fixup;
 
 /* One kernel call: a whole layer; the scheduler cuts it into tiles. */

@@ -27,6 +27,10 @@ int kc_new_const_f32(kc_graph *g, const char *base, int rank, const int64_t *dim
 int kc_new_scratch(kc_graph *g, const char *base, int64_t floats);
 void kc_bind_scratch(kc_graph *g, const kc_program *p, kc_call *c, size_t field, const char *base,
                      int64_t floats);
+/* kc_bind_scratch for a scratch every tile writes whole, along either axis: each stream its
+ * own copy whatever the tile's axis. */
+void kc_bind_scratch_private(kc_graph *g, const kc_program *p, kc_call *c, size_t field,
+                             const char *base, int64_t floats);
 void kc_broadcast_strides(const kc_value *v, int r, uint32_t *strides);
 void kc_add_copy(kc_graph *g, kc_program *p, int node, int src, int64_t src_off, int dst,
                  int64_t dst_off, uint32_t rows, uint32_t row_len, uint32_t src_stride,

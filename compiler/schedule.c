@@ -79,6 +79,7 @@ enum { READ_ALL, READ_LEAD, READ_INNER };
 static double ns_per_mac(int kernel) {
     switch (kernel) {
     case KANN_KERNEL_F32_CONV2D_PACKED:
+    case KANN_KERNEL_F32_CONV2D_MAXPOOL:
     case KANN_KERNEL_F32_MATMUL:
         return 0.02;
     case KANN_KERNEL_F32_CONV2D_WINOGRAD:
@@ -96,6 +97,9 @@ static int conv_input_field(int kernel, uint32_t *field) {
     switch (kernel) {
     case KANN_KERNEL_F32_CONV2D_PACKED:
         *field = offsetof(kann_conv2d_packed_args, x);
+        return 1;
+    case KANN_KERNEL_F32_CONV2D_MAXPOOL:
+        *field = offsetof(kann_conv2d_maxpool_args, x);
         return 1;
     case KANN_KERNEL_F32_CONV2D_WINOGRAD:
         *field = offsetof(kann_conv2d_winograd_args, x);
@@ -384,14 +388,24 @@ int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, k
     return 0;
 }
 
+/* Whether call c has a scratch that its tiles along either axis write whole. */
+static int calls_private(const kc_call *c) {
+    for (int k = 0; k < c->n_fixups; k++)
+        if (c->fixups[k].private_all) return 1;
+    return 0;
+}
+
 int64_t kc_schedule_trim_scratch(kc_graph *g, kc_program *p, const kc_schedule *s) {
-    /* per call: the streams holding a tile of it along axis 0 */
+    /* per call: the streams holding a tile of it along axis 0 (or along either axis, where
+     * its scratch is private to each stream whatever the axis) */
     int *along0 = calloc((size_t)p->n_calls + 1, sizeof(int));
     if (!along0) abort();
     for (int st = 0; st < s->n_streams; st++)
         for (int r = 0; r < s->counts[st]; r++) {
             const kc_tile_record *t = &s->streams[st][r];
-            if (t->call >= 0 && t->axis == 0 && t->end > t->begin) along0[t->call]++;
+            if (t->call >= 0 && t->end > t->begin &&
+                (t->axis == 0 || calls_private(&p->calls[t->call])))
+                along0[t->call]++;
         }
     int64_t saved = 0;
     for (int ci = 0; ci < p->n_calls; ci++) {

@@ -193,3 +193,53 @@ kernel void f32_resize(KANN_KERNEL_ARGS) {
     }
     OUT_REF(A_resize_y)[(p * h_out + oh) * w_out + ow] = outside ? F(A_resize_extrapolation) : acc;
 }
+
+/* f32_conv2d_maxpool. NDRange: (pooled columns, pooled rows, output channels) of the record's
+ * tile. Each pooled output evaluates the conv (weights in conv2d_packed's 12-channel panels) at
+ * every position of its window inside the conv's output, bias and activation after the sum,
+ * and keeps the largest, NaNs skipped as the reference pool does. */
+#define MP(f) A_conv2d_maxpool_##f
+kernel void f32_conv2d_maxpool(KANN_KERNEL_ARGS) {
+    const uint w_out = U(MP(w_out)), h_out = U(MP(h_out)), c_out = U(MP(c_out));
+    uint m_b = 0, q_b = 0, m_e = c_out, q_e = h_out;
+    if (TILE_AXIS == 0) {
+        m_b = TILE_BEGIN;
+        m_e = TILE_END;
+    } else {
+        q_b = TILE_BEGIN;
+        q_e = TILE_END;
+    }
+    const uint r = get_global_id(0), q = q_b + get_global_id(1), m = m_b + get_global_id(2);
+    if (r >= w_out || q >= q_e || m >= m_e) return;
+    const int c_in = I(MP(c_in)), h_in = I(MP(h_in)), w_in = I(MP(w_in));
+    const int h_conv = I(MP(h_conv)), w_conv = I(MP(w_conv)), k_h = I(MP(k_h)), k_w = I(MP(k_w));
+    const int s_h = I(MP(stride_h)), s_w = I(MP(stride_w)), d_h = I(MP(dil_h)), d_w = I(MP(dil_w));
+    const int pad_t = I(MP(pad_top)), pad_l = I(MP(pad_left));
+    const int pk_h = I(MP(pool_k_h)), pk_w = I(MP(pool_k_w));
+    const int i0 = (int)q * I(MP(pool_stride_h)) - I(MP(pool_pad_top));
+    const int j0 = (int)r * I(MP(pool_stride_w)) - I(MP(pool_pad_left));
+    const size_t K = (size_t)c_in * k_h * k_w;
+    global const float *x = IN_REF(MP(x));
+    global const float *w = IN_REF(MP(w)) + (size_t)(m / 12) * K * 12 + m % 12;
+    const float bias = HAS_REF(MP(bias)) ? IN_REF(MP(bias))[m] : 0.0f;
+    float best = -INFINITY;
+    for (int i = max(i0, 0); i < min(i0 + pk_h, h_conv); i++)
+        for (int j = max(j0, 0); j < min(j0 + pk_w, w_conv); j++) {
+            float acc = 0.0f;
+            for (int c = 0; c < c_in; c++)
+                for (int kh = 0; kh < k_h; kh++) {
+                    int ih = i * s_h - pad_t + kh * d_h;
+                    if (ih < 0 || ih >= h_in) continue;
+                    global const float *xr = x + ((size_t)c * h_in + ih) * w_in;
+                    global const float *wr = w + (size_t)((c * k_h + kh) * k_w) * 12;
+                    for (int kw = 0; kw < k_w; kw++) {
+                        int iw = j * s_w - pad_l + kw * d_w;
+                        if (iw >= 0 && iw < w_in) acc += wr[kw * 12] * xr[iw];
+                    }
+                }
+            float v = kann_act(ACT_ARGS(conv2d_maxpool), acc + bias);
+            best = v > best ? v : best;
+        }
+    OUT_REF(MP(y))[((size_t)m * h_out + q) * w_out + r] = best;
+}
+#undef MP

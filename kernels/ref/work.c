@@ -22,6 +22,20 @@ double kann_record_macs(uint32_t kernel, const void *args) {
         double k = (double)a->c_in * a->k_h * a->k_w;
         return share(&a->tile, 0, a->c_out) * share(&a->tile, 1, a->h_out * a->w_out) * k;
     }
+    case KANN_KERNEL_F32_CONV2D_MAXPOOL: { /* the conv's rows a row tile's windows reach */
+        const kann_conv2d_maxpool_args *a = args;
+        double k = (double)a->c_in * a->k_h * a->k_w, rows = a->h_conv;
+        if (a->tile.axis == 1) {
+            if (a->tile.begin >= a->tile.end) return 0.0;
+            int64_t lo = (int64_t)a->tile.begin * a->pool_stride_h - a->pool_pad_top;
+            int64_t hi = (int64_t)(a->tile.end - 1) * a->pool_stride_h - a->pool_pad_top +
+                         a->pool_k_h;
+            if (lo < 0) lo = 0;
+            if (hi > (int64_t)a->h_conv) hi = a->h_conv;
+            rows = hi > lo ? (double)(hi - lo) : 0.0;
+        }
+        return share(&a->tile, 0, a->c_out) * rows * a->w_conv * k;
+    }
     case KANN_KERNEL_F32_CONV2D_WINOGRAD: {
         const kann_conv2d_winograd_args *a = args;
         double pixels = (double)a->h_out * a->w_out;

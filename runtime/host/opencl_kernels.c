@@ -523,6 +523,13 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
                        out_sp, tile_len, 1);
         return KANN_OK;
     }
+    case KANN_KERNEL_F32_CONV2D_MAXPOOL: {
+        const kann_conv2d_maxpool_args *a = args;
+        size_t rows = t->axis == 1 ? tile_len : a->h_out,
+               channels = t->axis == 0 ? tile_len : a->c_out;
+        program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_conv2d_maxpool", a->w_out, rows, channels);
+        return KANN_OK;
+    }
     case KANN_KERNEL_F32_POOL_ND: {
         const kann_pool_nd_args *a = args;
         size_t out_sp = (size_t)a->out[0] * a->out[1] * a->out[2];

@@ -177,6 +177,36 @@ def pool_cases():
     yield pool("global_avgpool", "GlobalAveragePool")
 
 
+def stem_pool_cases():
+    """An image stem and the max pool after it, one f32_conv2d_maxpool record: squeezenet's
+    (3x3 stride 2, pool 3x3 stride 2 in ceil mode), resnet's (7x7 stride 2 pad 3, pool 3x3 stride
+    2 pad 1), a strided pool wider than its stride with its last window cut by the map's end,
+    over enough output channels for two passes; and a stem whose output a second node reads
+    too, which keeps its own pool."""
+    def stem(name, hw, c_out, k, stride, pad, pool_attrs, seed, shared=False):
+        r = rng(seed)
+        inits = [const("W", randn(r, c_out, 3, k, k, scale=0.3)), const("B", randn(r, c_out))]
+        nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], name="stem",
+                                  strides=[stride, stride], pads=[pad] * 4),
+                 helper.make_node("Relu", ["c"], ["cr"], name="stem_relu"),
+                 helper.make_node("MaxPool", ["cr"], ["y"], name="pool", **pool_attrs)]
+        outs = [vi("y", None)]
+        if shared:
+            nodes.append(helper.make_node("ReduceMean", ["cr"], ["m"], name="mean", axes=[2, 3]))
+            outs.append(vi("m", None))
+        expect = "f32_conv2d_packed x1" if shared else "f32_conv2d_maxpool x1"
+        return name, model(nodes, [vi("x", [1, 3, hw, hw + 3])], outs, inits), \
+            {"x": randn(r, 1, 3, hw, hw + 3)}, ["--expect-summary", expect]
+    yield stem("stem_pool_squeezenet", 45, 20, 3, 2, 0,
+               dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), 50)
+    yield stem("stem_pool_resnet", 40, 70, 7, 2, 3,
+               dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 51)
+    yield stem("stem_pool_cut_window", 33, 13, 3, 1, 1,
+               dict(kernel_shape=[2, 3], strides=[3, 2], pads=[1, 0, 1, 2], ceil_mode=1), 52)
+    yield stem("stem_pool_shared", 30, 16, 3, 2, 1, dict(kernel_shape=[3, 3], strides=[2, 2]),
+               53, shared=True)
+
+
 def gemm_cases():
     r = rng(40)
     def gemm(name, a_shape, b_shape, c_shape, b_const=True, **attrs):
@@ -325,6 +355,7 @@ def all_cases():
     yield from bn_cases()
     yield from inverted_residual_cases()
     yield from pool_cases()
+    yield from stem_pool_cases()
     yield from gemm_cases()
     yield from eltwise_cases()
     yield from misc_cases()

@@ -10,6 +10,7 @@
 #include "opencl_test_main.h"
 
 #ifdef KANN_WITH_OPENCL
+#include "ref/conv2d_maxpool.h"
 #include "test_opencl_kernels_harness.h"
 
 #define CASES 24
@@ -185,6 +186,62 @@ static void test_pool2d_gpu(void **state) {
     pool2d_cases(CL_DEVICE_TYPE_GPU);
 }
 
+/* f32_conv2d_maxpool: 1 to 5 input channels, windows up to 5x5 with strides, dilation and
+ * padding, pool windows 1 to 3 at strides 1 to 3 with padding below the window (the last
+ * window cut by the map's end now and then), tiles along channels (panel bounds) or pooled
+ * rows. The reference writes its ring into the scratch; the OpenCL kernel does not use it, so
+ * the reference runs once beforehand and the scratch already holds what it writes. */
+static void test_conv2d_maxpool(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    for (uint64_t seed = 0; seed < 2 * CASES; seed++) {
+        kt k;
+        kt_init(&k, 5200 + seed);
+        kann_conv2d_maxpool_args a;
+        memset(&a, 0, sizeof a);
+        a.c_in = kt_range(&k, 1, 5);
+        a.c_out = kt_range(&k, 1, 30);
+        a.k_h = kt_range(&k, 1, 5);
+        a.k_w = kt_range(&k, 1, 5);
+        a.stride_h = a.stride_w = kt_range(&k, 1, 3);
+        a.dil_h = a.dil_w = kt_range(&k, 1, 2);
+        a.pad_top = a.pad_left = kt_range(&k, 0, 2);
+        a.h_in = kt_range(&k, (a.k_h - 1) * a.dil_h + 1, 20);
+        a.w_in = kt_range(&k, (a.k_w - 1) * a.dil_w + 1, 40);
+        a.h_conv = (a.h_in + 2 * a.pad_top - (a.k_h - 1) * a.dil_h - 1) / a.stride_h + 1;
+        a.w_conv = (a.w_in + 2 * a.pad_left - (a.k_w - 1) * a.dil_w - 1) / a.stride_w + 1;
+        a.pool_k_h = kt_range(&k, 1, a.h_conv < 3 ? a.h_conv : 3);
+        a.pool_k_w = kt_range(&k, 1, a.w_conv < 3 ? a.w_conv : 3);
+        a.pool_stride_h = kt_range(&k, 1, 3);
+        a.pool_stride_w = kt_range(&k, 1, 3);
+        a.pool_pad_top = kt_range(&k, 0, a.pool_k_h - 1);
+        a.pool_pad_left = kt_range(&k, 0, a.pool_k_w - 1);
+        uint32_t ceil_h = kt_range(&k, 0, 1) ? a.pool_stride_h - 1 : 0;
+        a.h_out = (a.h_conv + 2 * a.pool_pad_top - a.pool_k_h + ceil_h) / a.pool_stride_h + 1;
+        a.w_out = (a.w_conv + 2 * a.pool_pad_left - a.pool_k_w) / a.pool_stride_w + 1;
+        if ((a.h_out - 1) * a.pool_stride_h >= a.h_conv + a.pool_pad_top) a.h_out--;
+        a.act = random_act(&k);
+        size_t K = (size_t)a.c_in * a.k_h * a.k_w, panels = (a.c_out + 11) / 12;
+        a.x = kt_input_f32(&k, (size_t)a.c_in * a.h_in * a.w_in, -1.0f, 1.0f);
+        a.w = kt_input_f32(&k, panels * 12 * K, -1.0f, 1.0f);
+        if (kt_range(&k, 0, 1)) a.bias = kt_input_f32(&k, a.c_out, -1.0f, 1.0f);
+        a.y = kt_output(&k, (size_t)a.c_out * a.h_out * a.w_out * 4, 4);
+        uint64_t band, gather;
+        a.scratch = kt_output(&k, kann_conv2d_maxpool_scratch(&a, &band, &gather) * 4, 4);
+        if (kt_range(&k, 0, 1)) {
+            a.tile = kt_aligned_tile(&k, 0, a.c_out, KANN_CONV_PANEL);
+        } else {
+            a.tile = kt_tile(&k, a.h_out);
+            a.tile.axis = 1;
+        }
+        kann_exec ex = {k.arena.data, k.consts.data};
+        kann_kernels[KANN_KERNEL_F32_CONV2D_MAXPOOL].ref(&a, &ex);
+        kt_fill_f32(&k, a.y, (size_t)a.c_out * a.h_out * a.w_out, -9.0f, 9.0f);
+        kt_run(&k, KANN_KERNEL_F32_CONV2D_MAXPOOL, &a, sizeof a, 0);
+        kt_free(&k);
+    }
+}
+
 /* A tap table of rows x taps (index, weight) pairs; indices outside [0, n) now and then. */
 static kann_ref tap_table(kt *k, uint32_t rows, uint32_t taps, uint32_t n, int outside) {
     kann_ref r = kt_alloc(k, (int)kt_range(k, 0, 1), (size_t)rows * taps * 8, 4);
@@ -230,6 +287,7 @@ int main(void) {
         cmocka_unit_test(test_conv_transpose), cmocka_unit_test(test_conv_nd),
         cmocka_unit_test(test_pool_nd),        cmocka_unit_test(test_pool2d_cpu),
         cmocka_unit_test(test_pool2d_gpu),     cmocka_unit_test(test_resize),
+        cmocka_unit_test(test_conv2d_maxpool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
