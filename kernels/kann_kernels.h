@@ -264,10 +264,9 @@ typedef struct kann_conv2d_packed_args {
  *     (NaNs skipped, as pool2d does; a window of NaNs only gives -inf).
  * Weights and bias as conv2d_packed's (panels of KANN_CONV_PANEL channels, [panel][K][12]).
  * Every pool window starts inside c (pads below the window size, the last window's first row
- * and column inside). scratch: one per
- * stream, kann_conv2d_maxpool_scratch floats (rows of c that the pool windows share, and what
- * a variant needs to compute them; ref/conv2d_maxpool.h). Tile axes: 0 = output channels m (begin a multiple of
- * KANN_CONV_PANEL), 1 = pooled rows q. */
+ * and column inside). scratch: one per stream, kann_conv2d_maxpool_scratch floats (rows of c
+ * that the pool windows share, and what a variant needs to compute them; ref/conv2d_maxpool.h).
+ * Tile axes: 0 = output channels m (begin a multiple of KANN_CONV_PANEL), 1 = pooled rows q. */
 typedef struct kann_conv2d_maxpool_args {
     kann_tile tile;
     kann_ref x, w, bias, y, scratch;
