@@ -103,12 +103,10 @@ static inline kann_conv2d_packed_args kann_conv2d_maxpool_conv(const kann_conv2d
 /* Conv row i of channels [m_begin, m_end) as a conv2d_packed call of its own, into the ring
  * slot at ring_at (channel m - m_begin's columns at ring_at + (m - m_begin) * w_conv): the input
  * rows of its window are copied into the scratch's band (zero outside x), a one-row conv over
- * them with its gather past the band. */
+ * them with its gather past the band (band, gather: kann_conv2d_maxpool_scratch's). */
 static inline void kann_conv2d_maxpool_row(const kann_conv2d_maxpool_args *a, const kann_exec *ex,
                                            size_t i, size_t m_begin, size_t m_end, uint64_t ring_at,
-                                           kann_conv_row_fn conv) {
-    uint64_t band = 0, gather = 0;
-    kann_conv2d_maxpool_scratch(a, &band, &gather);
+                                           uint64_t band, uint64_t gather, kann_conv_row_fn conv) {
     size_t rows = (size_t)kann_maxpool_band_rows(a), w_in = a->w_in;
     int64_t top = (int64_t)i * a->stride_h - a->pad_top;
     const float *x = kann_cref(ex, a->x);
@@ -142,16 +140,14 @@ static inline void kann_conv2d_maxpool_row(const kann_conv2d_maxpool_args *a, co
     conv(&c, ex);
 }
 
-/* Row i of the ring, channel m (m_begin: the channel of the ring's first row). */
-static inline float *kann_maxpool_ring_row(const kann_conv2d_maxpool_args *a, const kann_exec *ex,
-                                           size_t i, size_t m, size_t m_begin) {
-    return kann_mref(ex, a->scratch) + (i % a->pool_k_h) * kann_maxpool_slot(a) +
-           (m - m_begin) * a->w_conv;
+/* Slot s of the ring (a tile's first channel at its start), and the slot after s: a window's
+ * rows, from its first row's slot lo % pool_k_h on. */
+static inline float *kann_maxpool_slot_at(const kann_conv2d_maxpool_args *a, const kann_exec *ex,
+                                          size_t s) {
+    return kann_mref(ex, a->scratch) + s * kann_maxpool_slot(a);
 }
-
-/* The ring row at which conv row i of channels from m_begin on goes (kann_conv2d_maxpool_row). */
-static inline uint64_t kann_maxpool_ring_at(const kann_conv2d_maxpool_args *a, size_t i) {
-    return (i % a->pool_k_h) * kann_maxpool_slot(a);
+static inline size_t kann_maxpool_next_slot(const kann_conv2d_maxpool_args *a, size_t s) {
+    return s + 1 == a->pool_k_h ? 0 : s + 1;
 }
 
 /* Pooled row q of channel m from the conv rows [lo, hi) in the ring: the max over the window's
@@ -159,16 +155,15 @@ static inline uint64_t kann_maxpool_ring_at(const kann_conv2d_maxpool_args *a, s
 static inline void kann_maxpool_row(const kann_conv2d_maxpool_args *a, const kann_exec *ex,
                                     size_t q, size_t lo, size_t hi, size_t m, size_t m_begin) {
     float *y = kann_mref(ex, a->y) + ((size_t)m * a->h_out + q) * a->w_out;
-    const float *ring = kann_maxpool_ring_row(a, ex, 0, m, m_begin);
-    size_t slot = (size_t)kann_maxpool_slot(a), first = lo % a->pool_k_h;
+    size_t first = lo % a->pool_k_h, at = (m - m_begin) * a->w_conv;
     for (size_t r = 0; r < a->w_out; r++) {
         int64_t left = (int64_t)r * a->pool_stride_w - a->pool_pad_left;
         int64_t right = left + a->pool_k_w;
         size_t j0 = left < 0 ? 0 : (size_t)left;
         size_t j1 = right > (int64_t)a->w_conv ? a->w_conv : (size_t)right;
         float acc = -INFINITY;
-        for (size_t i = lo, at = first; i < hi; i++, at = at + 1 == a->pool_k_h ? 0 : at + 1) {
-            const float *row = ring + at * slot;
+        for (size_t i = lo, sl = first; i < hi; i++, sl = kann_maxpool_next_slot(a, sl)) {
+            const float *row = kann_maxpool_slot_at(a, ex, sl) + at;
             for (size_t j = j0; j < j1; j++)
                 acc = row[j] > acc ? row[j] : acc;
         }
@@ -202,15 +197,18 @@ static inline void kann_conv2d_maxpool_drive(const kann_conv2d_maxpool_args *a, 
     }
 }
 
-/* The conv rows through a variant's conv2d_packed (kann_conv2d_maxpool_row). */
+/* The conv rows through a variant's conv2d_packed (kann_conv2d_maxpool_row), the scratch's
+ * band and gather where kann_conv2d_maxpool_scratch puts them. */
 typedef struct kann_maxpool_packed {
     kann_conv_row_fn conv;
+    uint64_t band, gather;
 } kann_maxpool_packed;
 
 static inline void kann_maxpool_packed_row(const kann_conv2d_maxpool_args *a, const kann_exec *ex,
                                            size_t i, size_t m_begin, size_t m_end, void *ctx) {
     const kann_maxpool_packed *p = ctx;
-    kann_conv2d_maxpool_row(a, ex, i, m_begin, m_end, kann_maxpool_ring_at(a, i), p->conv);
+    kann_conv2d_maxpool_row(a, ex, i, m_begin, m_end, i % a->pool_k_h * kann_maxpool_slot(a),
+                            p->band, p->gather, p->conv);
 }
 
 static inline void kann_maxpool_rows(const kann_conv2d_maxpool_args *a, const kann_exec *ex,
@@ -226,7 +224,8 @@ static inline void kann_conv2d_maxpool_packed(const kann_conv2d_maxpool_args *a,
     size_t m_begin, m_end, q_begin, q_end;
     kann_conv2d_maxpool_range(a, &m_begin, &m_end, &q_begin, &q_end);
     if (a->w_out == 0) return;
-    kann_maxpool_packed ctx = {conv};
+    kann_maxpool_packed ctx = {conv, 0, 0};
+    kann_conv2d_maxpool_scratch(a, &ctx.band, &ctx.gather);
     kann_conv2d_maxpool_drive(a, ex, m_begin, m_end, q_begin, q_end, kann_maxpool_packed_row, &ctx,
                               pool);
 }

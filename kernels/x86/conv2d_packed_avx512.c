@@ -637,22 +637,15 @@ static void maxpool_rows(const kann_conv2d_maxpool_args *a, const kann_exec *ex,
         row[j] = -INFINITY;
     for (size_t j = pl + w; j < need; j++)
         row[j] = -INFINITY;
-    /* the window's first row in the ring, the ring's end and a slot's floats */
-    const float *first = kann_maxpool_ring_row(a, ex, lo, m_begin, m_begin);
-    const float *ring = kann_maxpool_ring_row(a, ex, 0, m_begin, m_begin);
-    size_t slot = (size_t)kann_maxpool_slot(a), n_rows = hi - lo;
-    const float *ring_end = ring + a->pool_k_h * slot;
+    size_t first = lo % a->pool_k_h;
     for (size_t m = m_begin; m < m_end; m++) {
         size_t at = (m - m_begin) * w;
         for (size_t j = 0; j < w; j += 16) {
             __mmask16 keep = lanes(0, w - j < 16 ? w - j : 16);
             __m512 v = none;
-            const float *r = first;
-            for (size_t i = 0; i < n_rows; i++) {
-                v = _mm512_max_ps(_mm512_mask_loadu_ps(none, keep, r + at + j), v);
-                r += slot;
-                if (r == ring_end) r = ring;
-            }
+            for (size_t i = lo, sl = first; i < hi; i++, sl = kann_maxpool_next_slot(a, sl))
+                v = _mm512_max_ps(
+                    _mm512_mask_loadu_ps(none, keep, kann_maxpool_slot_at(a, ex, sl) + at + j), v);
             _mm512_mask_storeu_ps(row + pl + j, keep, v);
         }
         float *y = kann_mref(ex, a->y) + ((size_t)m * a->h_out + q) * a->w_out;
@@ -687,10 +680,11 @@ static void maxpool_direct_row(const kann_conv2d_maxpool_args *a, const kann_exe
                                size_t m_begin, size_t m_end, void *ctx) {
     maxpool_direct *md = ctx;
     const direct_pass *d = &md->d;
+    (void)m_begin; /* the pass's channels from the slot's start */
     (void)m_end;
     direct_stage(d->a, md->x, i, md->bufs->st);
     size_t w = a->w_conv, w16 = (w + 15) / 16 * 16, K = d->K;
-    float *slot = kann_maxpool_ring_row(a, ex, i, m_begin, m_begin);
+    float *slot = kann_maxpool_slot_at(a, ex, i % a->pool_k_h);
     for (size_t g = 0; g * 16 < d->nc; g++) {
         const float *wg = d->wt + g * K * 16;
         __m512 bias = _mm512_loadu_ps(md->bt + g * 16);
@@ -730,11 +724,8 @@ static void maxpool_direct_pool(const kann_conv2d_maxpool_args *a, const kann_ex
                                 size_t lo, size_t hi, size_t m_begin, size_t m_end) {
     size_t w = a->w_conv, w16 = (w + 15) / 16 * 16, pl = a->pool_pad_left;
     size_t kw = a->pool_k_w, s = a->pool_stride_w, w_out = a->w_out;
-    size_t slot = (size_t)kann_maxpool_slot(a), n_rows = hi - lo, hw = (size_t)a->h_out * w_out;
+    size_t first = lo % a->pool_k_h, hw = (size_t)a->h_out * w_out;
     const __m512 none = _mm512_set1_ps(-INFINITY);
-    const float *ring = kann_maxpool_ring_row(a, ex, 0, m_begin, m_begin);
-    const float *ring_end = ring + a->pool_k_h * slot;
-    const float *first = ring + (lo % a->pool_k_h) * slot;
     /* the padded row: column c at pl + c, -inf before and after (the last window's reach) */
     size_t reach = (w_out - 1) * s + kw, n_pad = reach > pl + w ? reach : pl + w;
     __m512 vm[MAXPOOL_DIRECT_W + 2 * 16];
@@ -745,15 +736,12 @@ static void maxpool_direct_pool(const kann_conv2d_maxpool_args *a, const kann_ex
     float *y = kann_mref(ex, a->y) + q * w_out;
     for (size_t g = 0; g * 16 < m_end - m_begin; g++) {
         size_t nl = m_end - m_begin - g * 16 < 16 ? m_end - m_begin - g * 16 : 16;
-        for (size_t c = 0; c < w; c++) {
-            const float *r = first + (g * w16 + c) * 16;
-            __m512 v = none;
-            for (size_t i = 0; i < n_rows; i++) {
-                v = _mm512_max_ps(_mm512_loadu_ps(r), v);
-                r += slot;
-                if (r >= ring_end) r -= a->pool_k_h * slot;
-            }
-            vm[pl + c] = v;
+        for (size_t c = 0; c < w; c++)
+            vm[pl + c] = none;
+        for (size_t i = lo, sl = first; i < hi; i++, sl = kann_maxpool_next_slot(a, sl)) {
+            const float *r = kann_maxpool_slot_at(a, ex, sl) + g * w16 * 16;
+            for (size_t c = 0; c < w; c++)
+                vm[pl + c] = _mm512_max_ps(_mm512_loadu_ps(r + c * 16), vm[pl + c]);
         }
         for (size_t r0 = 0; r0 < w_out; r0 += 16) {
             size_t n = w_out - r0 < 16 ? w_out - r0 : 16;
