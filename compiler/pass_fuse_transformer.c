@@ -1,6 +1,7 @@
 /* Transformer patterns for the fuse pass: a MatMul's bias Add (a constant vector along the
  * last axis) becomes the matmul's bias, a Div or Mul by a constant scalar its alpha, and GELU
- * written as the Erf formula x * (1 + erf(x / sqrt(2))) * 0.5 its GELU activation epilogue. */
+ * written as the Erf formula x * (1 + erf(x / sqrt(2))) * 0.5 one Gelu node (an epilogue of
+ * x's producer once fuse_activation has run). */
 #include <math.h>
 
 #include "kann_kernels.h"
@@ -119,53 +120,89 @@ static int fuse_scale(kc_graph *g, int si, kc_stats *st) {
     return 0;
 }
 
-/* Erf node e computing erf(x / sqrt(2)) inside Mul(Mul(x, Add(e, 1)), 0.5) (either operand
- * order at each step) with x produced by a MatMul or Gemm without activation: the producer
- * takes KANN_ACT_GELU and writes the last Mul's output. */
-static int fuse_gelu(kc_graph *g, int ei, kc_stats *st) {
+/* The operand of binary node n other than v (-1 if n does not read v). */
+static int other_operand(const kc_node *n, int v) {
+    if (n->n_inputs != 2) return -1;
+    return n->inputs[0] == v ? n->inputs[1] : n->inputs[1] == v ? n->inputs[0] : -1;
+}
+
+/* The Mul reading v (its only reader) whose other operand is want; -1 if none. */
+static int mul_by(const kc_graph *g, int v, int want) {
+    int m = reader_with_op(g, v, KC_OP_Mul);
+    if (m < 0 || !private_value(g, v, 1) || other_operand(&g->nodes[m], v) != want) return -1;
+    return m;
+}
+
+/* The Mul reading v (its only reader) by the constant scalar 0.5; -1 if none. */
+static int mul_by_half(const kc_graph *g, int v) {
+    int m = reader_with_op(g, v, KC_OP_Mul);
+    if (m < 0 || !private_value(g, v, 1) ||
+        !const_scalar_near(g, other_operand(&g->nodes[m], v), 0.5, 0.0))
+        return -1;
+    return m;
+}
+
+/* Erf node e computing erf(x / sqrt(2)) (or erf(x * (1 / sqrt(2)))) inside GELU's formula
+ * x * (1 + erf(...)) * 0.5, with the half taken last, first on x, or on (1 + erf(...)): the
+ * Erf node becomes Gelu(x) writing the formula's output and the rest goes. Whatever produces x
+ * (a conv, a matmul, a norm), fuse_activation then makes the Gelu its producer's epilogue where
+ * x has no other reader. */
+static int fuse_gelu(kc_graph *g, int ei) {
     const kc_node *erf = &g->nodes[ei];
     if (erf->n_inputs != 1 || erf->n_outputs != 1) return 0;
     int dv = erf->inputs[0], ev = erf->outputs[0];
     int di = kc_live_producer(g, dv);
-    if (di < 0 || g->nodes[di].op != KC_OP_Div || g->nodes[di].n_inputs != 2) return 0;
-    int x = g->nodes[di].inputs[0];
-    if (!const_scalar_near(g, g->nodes[di].inputs[1], sqrt(2.0), 1e-6)) return 0;
-    int p = kc_live_producer(g, x);
-    if (p < 0 || (g->nodes[p].op != KC_OP_MatMul && g->nodes[p].op != KC_OP_Gemm)) return 0;
-    if (g->nodes[p].epi.act != KANN_ACT_NONE || g->values[x].dtype != KC_DTYPE_FLOAT) return 0;
-    if (!private_value(g, x, 2) || !private_value(g, dv, 1) || !private_value(g, ev, 1)) return 0;
+    if (di < 0 || g->nodes[di].n_inputs != 2) return 0;
+    const kc_node *scale = &g->nodes[di];
+    int x = scale->inputs[0];
+    if (scale->op == KC_OP_Div) {
+        if (!const_scalar_near(g, scale->inputs[1], sqrt(2.0), 1e-6)) return 0;
+    } else if (scale->op == KC_OP_Mul) {
+        if (!const_scalar_near(g, scale->inputs[1], sqrt(0.5), 1e-7)) {
+            x = scale->inputs[1];
+            if (!const_scalar_near(g, scale->inputs[0], sqrt(0.5), 1e-7)) return 0;
+        }
+    } else {
+        return 0;
+    }
+    if (x < 0 || g->values[x].dtype != KC_DTYPE_FLOAT || !private_value(g, dv, 1) ||
+        !private_value(g, ev, 1))
+        return 0;
     int ai = reader_with_op(g, ev, KC_OP_Add);
-    if (ai < 0 || g->nodes[ai].n_inputs != 2) return 0;
-    const kc_node *one = &g->nodes[ai];
-    if (!const_scalar_near(g, one->inputs[one->inputs[0] == ev ? 1 : 0], 1.0, 0.0)) return 0;
-    int av = one->outputs[0];
-    int m1 = reader_with_op(g, av, KC_OP_Mul);
-    if (m1 < 0 || !private_value(g, av, 1) || g->nodes[m1].n_inputs != 2) return 0;
-    const kc_node *mul1 = &g->nodes[m1];
-    if (mul1->inputs[mul1->inputs[0] == av ? 1 : 0] != x) return 0;
-    int hv = mul1->outputs[0];
-    int m2 = reader_with_op(g, hv, KC_OP_Mul);
-    if (m2 < 0 || !private_value(g, hv, 1) || g->nodes[m2].n_inputs != 2) return 0;
-    const kc_node *mul2 = &g->nodes[m2];
-    if (!const_scalar_near(g, mul2->inputs[mul2->inputs[0] == hv ? 1 : 0], 0.5, 0.0)) return 0;
-    int out = mul2->outputs[0];
+    if (ai < 0 || !const_scalar_near(g, other_operand(&g->nodes[ai], ev), 1.0, 0.0)) return 0;
+    int av = g->nodes[ai].outputs[0];
+    int gone[2] = {-1, -1};                  /* the Muls */
+    if ((gone[0] = mul_by(g, av, x)) >= 0) { /* (x * A) * 0.5 */
+        gone[1] = mul_by_half(g, g->nodes[gone[0]].outputs[0]);
+    } else if ((gone[0] = mul_by_half(g, av)) >= 0) { /* x * (A * 0.5) */
+        gone[1] = mul_by(g, g->nodes[gone[0]].outputs[0], x);
+    } else { /* (x * 0.5) * A */
+        int m = reader_with_op(g, av, KC_OP_Mul);
+        int h = m >= 0 && private_value(g, av, 1) ? other_operand(&g->nodes[m], av) : -1;
+        int hp = h >= 0 ? kc_live_producer(g, h) : -1;
+        if (hp < 0 || g->nodes[hp].op != KC_OP_Mul || other_operand(&g->nodes[hp], x) < 0 ||
+            !const_scalar_near(g, other_operand(&g->nodes[hp], x), 0.5, 0.0) ||
+            !private_value(g, h, 1))
+            return 0;
+        gone[0] = hp;
+        gone[1] = m;
+    }
+    if (gone[1] < 0) return 0;
+    int out = g->nodes[gone[1]].outputs[0];
     if (!same_dims(&g->values[out], &g->values[x]) || g->values[out].dtype != KC_DTYPE_FLOAT)
         return 0;
-    kc_node *pn = &g->nodes[p];
-    pn->epi.act = KANN_ACT_GELU;
-    pn->epi.alpha = 0.0f;
-    pn->epi.beta = 0.0f;
-    pn->outputs[0] = out;
-    g->values[out].producer = p;
-    int gone[5] = {di, ei, ai, m1, m2};
-    for (int i = 0; i < 5; i++) {
-        g->nodes[gone[i]].dead = 1;
-        g->values[g->nodes[gone[i]].outputs[0]].producer = -1;
+    int dead[4] = {di, ai, gone[0], gone[1]};
+    for (int i = 0; i < 4; i++) {
+        g->nodes[dead[i]].dead = 1;
+        g->values[g->nodes[dead[i]].outputs[0]].producer = -1;
     }
-    g->values[out].producer = p;
-    g->values[x].producer = -1;
-    pn->fused = pn->fused && pn->fused[0] ? kc_sprintf(g, "%s, Gelu", pn->fused) : "Gelu";
-    st->activations_fused++;
+    kc_node *n = &g->nodes[ei];
+    n->op = KC_OP_Gelu;
+    n->inputs[0] = x;
+    n->outputs[0] = out;
+    g->values[out].producer = ei;
+    g->values[ev].producer = -1;
+    kc_note_fused(g, ei, kc_sprintf(g, "%s, Add, Mul, Mul", kc_ops[g->nodes[di].op].name));
     return 1;
 }
 
@@ -176,5 +213,5 @@ void kc_fuse_transformer(kc_graph *g, kc_stats *st) {
         if (!g->nodes[i].dead && (g->nodes[i].op == KC_OP_Div || g->nodes[i].op == KC_OP_Mul))
             fuse_scale(g, i, st);
     for (int i = 0; i < g->n_nodes; i++)
-        if (!g->nodes[i].dead && g->nodes[i].op == KC_OP_Erf) fuse_gelu(g, i, st);
+        if (!g->nodes[i].dead && g->nodes[i].op == KC_OP_Erf) fuse_gelu(g, i);
 }

@@ -207,6 +207,51 @@ def stem_pool_cases():
                53, shared=True)
 
 
+def gelu_cases():
+    """GELU written as its Erf formula x * (1 + erf(x / sqrt(2))) * 0.5 after a conv: the
+    formula's three placements of the half and both forms of the scale become the conv's
+    epilogue (one kernel left); with the conv's output read again, or after a node with no
+    epilogue (a Transpose), one standalone Gelu."""
+    def gelu(name, seed, scale="div", half="last", shared=False, after="conv"):
+        r = rng(seed)
+        inits = [const("W", randn(r, 6, 4, 3, 3, scale=0.5)), const("B", randn(r, 6)),
+                 const("s2", np.array(np.sqrt(2.0), np.float32)),
+                 const("rs2", np.array(np.sqrt(0.5), np.float32)),
+                 const("one", np.array(1.0, np.float32)),
+                 const("half", np.array(0.5, np.float32))]
+        nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c0"], name="conv")]
+        x = "c0"
+        if after == "transpose":
+            nodes.append(helper.make_node("Transpose", ["c0"], ["c"], perm=[0, 1, 3, 2]))
+            x = "c"
+        nodes.append(helper.make_node("Div", [x, "s2"], ["d"]) if scale == "div" else
+                     helper.make_node("Mul", ["rs2", x], ["d"]))
+        nodes += [helper.make_node("Erf", ["d"], ["e"]),
+                  helper.make_node("Add", ["one", "e"], ["a"])]
+        if half == "last":
+            nodes += [helper.make_node("Mul", [x, "a"], ["m"]),
+                      helper.make_node("Mul", ["m", "half"], ["g"])]
+        elif half == "first":
+            nodes += [helper.make_node("Mul", ["half", x], ["h"]),
+                      helper.make_node("Mul", ["a", "h"], ["g"])]
+        else:
+            nodes += [helper.make_node("Mul", ["a", "half"], ["h"]),
+                      helper.make_node("Mul", [x, "h"], ["g"])]
+        if shared:
+            nodes.append(helper.make_node("Sub", ["g", x], ["y"]))
+        else:
+            nodes.append(helper.make_node("Identity", ["g"], ["y"]))
+        fused = not shared and after == "conv"
+        expect = "kernels:  f32_conv2d_packed x1\n" if fused else "f32_act x1"
+        return name, model(nodes, [vi("x", [1, 4, 9, 11])], [vi("y", None)], inits), \
+            {"x": randn(r, 1, 4, 9, 11)}, ["--expect-summary", expect]
+    yield gelu("gelu_conv_div_half_last", 60)
+    yield gelu("gelu_conv_mul_half_first", 61, scale="mul", half="first")
+    yield gelu("gelu_conv_half_on_sum", 62, half="sum")
+    yield gelu("gelu_conv_shared", 63, shared=True)
+    yield gelu("gelu_after_transpose", 64, scale="mul", after="transpose")
+
+
 def gemm_cases():
     r = rng(40)
     def gemm(name, a_shape, b_shape, c_shape, b_const=True, **attrs):
@@ -356,6 +401,7 @@ def all_cases():
     yield from inverted_residual_cases()
     yield from pool_cases()
     yield from stem_pool_cases()
+    yield from gelu_cases()
     yield from gemm_cases()
     yield from eltwise_cases()
     yield from misc_cases()
