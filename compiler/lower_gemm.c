@@ -102,6 +102,13 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     int same = ba == bb && memcmp(av->dims, bv->dims, sizeof(int64_t) * (size_t)ba) == 0;
     if (!same && batch_a != 1 && batch_b != 1) return kc_lower_matmul_broadcast(g, p, id, d);
     if (kc_value_numel(kc_val(g, y)) == 0) return 0; /* an empty product: nothing to write */
+    /* B shared by every batch of A: A's batches are one matrix of batch_a * M rows (rows
+     * contiguous in A and y), so each weight panel is read once for all of them rather than
+     * once per batch (ConvNeXt's [1, 7, 7, 768] x [768, 3072]: 7 batches of 7 rows). */
+    if (batch_b == 1 && batch_a > 1 && ra > 1 && (uint64_t)batch_a * M <= UINT32_MAX) {
+        M = (uint32_t)(batch_a * M);
+        batch_a = 1;
+    }
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_MATMUL, id);
     kann_matmul_args *a = c->args;
     /* a side with one batch broadcasts to the other's count, 0 included */

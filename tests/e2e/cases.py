@@ -285,6 +285,8 @@ def gemm_cases():
     yield matmul("matmul_2d", [3, 7], [7, 5], True)
     yield matmul("matmul_batched", [2, 3, 4], [2, 4, 5], False)
     yield matmul("matmul_broadcast_weights", [2, 3, 4], [4, 6], True)
+    # ConvNeXt's channels-last linear layer: the batches of A one matrix of 35 rows
+    yield matmul("matmul_rank4_rows_folded", [1, 5, 7, 40], [40, 70], True)
     yield matmul("matmul_vector", [4], [4, 3], True)
     def einsum(name, equation, *shapes, b_const=False):
         names = ["a", "b"][:len(shapes)]
