@@ -670,14 +670,26 @@ static void test_transpose(void **state) {
         mem_reset();
         kann_transpose_args t = {0};
         uint32_t rank = rng_range(1, KANN_MAX_RANK), x_dims[KANN_MAX_RANK], perm[KANN_MAX_RANK];
+        /* A third of the cases are layout changes of wider maps, whose innermost dims the
+         * kernel swaps in blocks: NCHW -> NHWC (the last two dims swapped) and NHWC -> NCHW
+         * (the last dim moved to the front), inner extents up to 40 (ragged blocks). */
+        int layout = i % 3 == 0 && rank >= 2 ? 1 + (i / 3) % 2 : 0;
         for (uint32_t d = 0; d < rank; d++) {
-            x_dims[d] = PICK(1, 2, 3, 4, 5, 7);
+            x_dims[d] = layout && d + 2 >= rank ? rng_range(1, 40) : PICK(1, 2, 3, 4, 5, 7);
             perm[d] = d;
         }
-        for (uint32_t d = rank; d-- > 1;) { /* Fisher-Yates */
-            uint32_t j = rng_range(0, d), s = perm[d];
-            perm[d] = perm[j];
-            perm[j] = s;
+        if (layout == 1) {
+            perm[rank - 2] = rank - 1;
+            perm[rank - 1] = rank - 2;
+        } else if (layout == 2) {
+            for (uint32_t d = 0; d < rank; d++)
+                perm[d] = d == 0 ? rank - 1 : d - 1;
+        } else {
+            for (uint32_t d = rank; d-- > 1;) { /* Fisher-Yates */
+                uint32_t j = rng_range(0, d), s = perm[d];
+                perm[d] = perm[j];
+                perm[j] = s;
+            }
         }
         /* x may be a slice of a bigger tensor: pad its innermost row */
         uint32_t pad = PICK(0, 0, 2), x_strides[KANN_MAX_RANK];
