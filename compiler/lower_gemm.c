@@ -105,7 +105,7 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     /* B shared by every batch of A: A's batches are one matrix of batch_a * M rows (rows
      * contiguous in A and y), so each weight panel is read once for all of them rather than
      * once per batch (ConvNeXt's [1, 7, 7, 768] x [768, 3072]: 7 batches of 7 rows). */
-    if (batch_b == 1 && batch_a > 1 && ra > 1 && (uint64_t)batch_a * M <= UINT32_MAX) {
+    if (batch_b == 1 && batch_a > 1 && (uint64_t)batch_a * M <= UINT32_MAX) {
         M = (uint32_t)(batch_a * M);
         batch_a = 1;
     }
