@@ -212,17 +212,12 @@ static const char *path_name(const kann_conv2d_packed_args *a) {
     return "gather";
 }
 
-/* Runs one conv case on every variant (two complementary tiles on a random axis) and checks it
- * against the conv2d reference on the unpacked weights. */
-static void run_conv_case(const conv_case *cc) {
-    uint32_t h_out = (cc->h_in + 2 * cc->pad - cc->dil * (cc->k_h - 1) - 1) / cc->stride + 1;
-    uint32_t w_out = (cc->w_in + 2 * cc->pad - cc->dil * (cc->k_w - 1) - 1) / cc->stride + 1;
+/* The conv2d reference over case cc with an output of h_out x w_out, run: random input and
+ * weights ([c_out][K]), a random activation, a bias one time in two and, where residual is
+ * set, a residual one time in two. */
+static kann_conv2d_args run_ref_conv(const conv_case *cc, uint32_t h_out, uint32_t w_out,
+                                     int residual) {
     size_t K = (size_t)cc->c_in * cc->k_h * cc->k_w, hw = (size_t)h_out * w_out;
-    size_t panels = (cc->c_out + 11) / 12, hw32 = (hw + 31) / 32 * 32;
-    size_t padded =
-        (size_t)cc->c_in * (h_out + cc->dil * (cc->k_h - 1)) * (w_out + cc->dil * (cc->k_w - 1));
-    arena_reset(cc->c_in * cc->h_in * cc->w_in + cc->c_out * K + panels * 12 * K + cc->c_out +
-                3 * cc->c_out * hw + K * hw32 + padded + 1024);
     kann_conv2d_args r = {0};
     r.n = 1;
     r.c_in = cc->c_in;
@@ -242,7 +237,7 @@ static void run_conv_case(const conv_case *cc) {
     r.w = alloc_ref(cc->c_out * K, 1);
     kann_ref none = {0, 0, 0};
     r.bias = rng_range(0, 1) ? alloc_ref(cc->c_out, 1) : none;
-    r.residual = rng_range(0, 1) ? alloc_ref(cc->c_out * hw, 1) : none;
+    r.residual = residual && rng_range(0, 1) ? alloc_ref(cc->c_out * hw, 1) : none;
     r.y = alloc_ref(cc->c_out * hw, 0);
     r.tile = (kann_tile){0, 0, cc->c_out, 0};
     kann_exec ex = exec_ctx();
@@ -250,6 +245,39 @@ static void run_conv_case(const conv_case *cc) {
     kann_error err;
     assert_int_equal(kann_conv2d_validate(&r, &bd, &err), KANN_OK);
     kann_f32_conv2d_ref(&r, &ex);
+    return r;
+}
+
+/* Weights w ([c_out][K]) packed into 12-channel panels ([c_out / 12][K][12], the last panel's
+ * rows past c_out zero), as kann-c packs them. */
+static kann_ref pack_panels(kann_ref w, size_t c_out, size_t K) {
+    size_t panels = (c_out + 11) / 12;
+    kann_ref p = alloc_ref(panels * 12 * K, 0);
+    float *wp = at(p);
+    const float *wm = at(w);
+    memset(wp, 0, panels * 12 * K * sizeof(float));
+    for (size_t m = 0; m < c_out; m++)
+        for (size_t k = 0; k < K; k++)
+            wp[(m / 12) * K * 12 + k * 12 + m % 12] = wm[m * K + k];
+    return p;
+}
+
+/* Runs one conv case on every variant (two complementary tiles on a random axis) and checks it
+ * against the conv2d reference on the unpacked weights. */
+static void run_conv_case(const conv_case *cc) {
+    uint32_t h_out = (cc->h_in + 2 * cc->pad - cc->dil * (cc->k_h - 1) - 1) / cc->stride + 1;
+    uint32_t w_out = (cc->w_in + 2 * cc->pad - cc->dil * (cc->k_w - 1) - 1) / cc->stride + 1;
+    size_t K = (size_t)cc->c_in * cc->k_h * cc->k_w, hw = (size_t)h_out * w_out;
+    size_t panels = (cc->c_out + 11) / 12, hw32 = (hw + 31) / 32 * 32;
+    size_t padded =
+        (size_t)cc->c_in * (h_out + cc->dil * (cc->k_h - 1)) * (w_out + cc->dil * (cc->k_w - 1));
+    arena_reset(cc->c_in * cc->h_in * cc->w_in + cc->c_out * K + panels * 12 * K + cc->c_out +
+                3 * cc->c_out * hw + K * hw32 + padded + 1024);
+    kann_conv2d_args r = run_ref_conv(cc, h_out, w_out, 1);
+    kann_exec ex = exec_ctx();
+    kann_bounds bd = bounds_all();
+    kann_error err;
+    kann_ref none = {0, 0, 0};
 
     kann_conv2d_packed_args a = {0};
     a.c_in = r.c_in;
@@ -267,12 +295,7 @@ static void run_conv_case(const conv_case *cc) {
     a.x = r.x;
     a.bias = r.bias;
     a.residual = r.residual;
-    a.w = alloc_ref(panels * 12 * K, 0);
-    float *wp = at(a.w), *w = at(r.w);
-    memset(wp, 0, panels * 12 * K * sizeof(float));
-    for (size_t m = 0; m < cc->c_out; m++)
-        for (size_t k = 0; k < K; k++)
-            wp[(m / 12) * K * 12 + k * 12 + m % 12] = w[m * K + k];
+    a.w = pack_panels(r.w, cc->c_out, K);
     a.y = alloc_ref(cc->c_out * hw, 0);
     if (cc->via_pad && cc->stride == 1) pad_for_wide(&a, &ex, &bd);
     int in_place = kann_conv2d_packed_pointwise(&a) || kann_conv2d_packed_wide(&a);
@@ -300,9 +323,7 @@ static void run_conv_case(const conv_case *cc) {
         snprintf(what, sizeof what,
                  "conv c_in %u c_out %u %ux%u k %ux%u s %u d %u p %u act %u %s tile %u@%u",
                  cc->c_in, cc->c_out, cc->h_in, cc->w_in, cc->k_h, cc->k_w, cc->stride, cc->dil,
-                 cc->pad, a.act.kind,
-                 path_name(&a),
-                 axis, cut);
+                 cc->pad, a.act.kind, path_name(&a), axis, cut);
         expect_close(at(r.y), at(a.y), cc->c_out * hw, what, vs[v].isa);
     }
 }
@@ -744,32 +765,53 @@ static void test_dwconv2d_model_shapes(void **state) {
     (void)state;
     rng_state = 101;
     static const dw_case cases[] = {
-        {1, 3, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1}, {1, 2, 113, 113, 3, 3, 2, 2, 1, 1, 1, 1},
-        {1, 5, 57, 57, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 4, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1},
-        {1, 7, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 7, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1},
-        {1, 9, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},     {1, 3, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
-        {1, 3, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 2, 64, 70, 3, 3, 1, 1, 2, 2, 2, 2},
-        {1, 2, 61, 67, 5, 5, 2, 2, 1, 1, 2, 2},   {1, 2, 40, 90, 3, 1, 1, 1, 1, 1, 1, 0},
-        {1, 2, 40, 90, 1, 3, 1, 2, 1, 1, 0, 1},   {1, 2, 30, 1500, 3, 3, 1, 1, 1, 1, 1, 1},
-        {1, 2, 9, 3000, 3, 3, 2, 2, 1, 1, 1, 1},  {1, 1, 6, 9000, 3, 3, 1, 1, 1, 1, 1, 1},
-        {2, 3, 33, 35, 3, 3, 2, 1, 1, 1, 1, 1},   {1, 3, 35, 33, 3, 3, 1, 2, 1, 1, 0, 1},
-        {1, 2, 50, 50, 7, 7, 3, 3, 1, 1, 3, 3},   {1, 2, 20, 20, 3, 3, 1, 1, 1, 1, 4, 4},
+        {1, 3, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 2, 113, 113, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 5, 57, 57, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 4, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 7, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 7, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 9, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 3, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 3, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 2, 64, 70, 3, 3, 1, 1, 2, 2, 2, 2},
+        {1, 2, 61, 67, 5, 5, 2, 2, 1, 1, 2, 2},
+        {1, 2, 40, 90, 3, 1, 1, 1, 1, 1, 1, 0},
+        {1, 2, 40, 90, 1, 3, 1, 2, 1, 1, 0, 1},
+        {1, 2, 30, 1500, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 2, 9, 3000, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 1, 6, 9000, 3, 3, 1, 1, 1, 1, 1, 1},
+        {2, 3, 33, 35, 3, 3, 2, 1, 1, 1, 1, 1},
+        {1, 3, 35, 33, 3, 3, 1, 2, 1, 1, 0, 1},
+        {1, 2, 50, 50, 7, 7, 3, 3, 1, 1, 3, 3},
+        {1, 2, 20, 20, 3, 3, 1, 1, 1, 1, 4, 4},
         /* channels in the lanes (AVX-512, 12 channels or more) */
-        {1, 32, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1}, {1, 48, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1},
-        {1, 40, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},     {1, 36, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1},
-        {1, 24, 56, 56, 7, 7, 1, 1, 1, 1, 3, 3},   {1, 30, 28, 28, 5, 5, 2, 2, 1, 1, 2, 2},
-        {1, 16, 8, 300, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 16, 3, 2000, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 32, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 48, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 40, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 36, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 24, 56, 56, 7, 7, 1, 1, 1, 1, 3, 3},
+        {1, 30, 28, 28, 5, 5, 2, 2, 1, 1, 2, 2},
+        {1, 16, 8, 300, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 16, 3, 2000, 3, 3, 1, 1, 1, 1, 1, 1},
         /* AVX-512's straight 3x3 path: padding 0 and 2, 10 output columns (its narrowest), 9
          * (the lanes path), stride 2 from even and odd widths, channels split in tiles */
-        {1, 3, 40, 40, 3, 3, 1, 1, 1, 1, 0, 0},    {1, 3, 40, 41, 3, 3, 2, 2, 1, 1, 2, 2},
-        {1, 20, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 20, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
-        {1, 17, 19, 19, 3, 3, 2, 2, 1, 1, 1, 1},   {1, 17, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1},
-        {2, 35, 33, 47, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 3, 12, 100, 3, 3, 2, 2, 1, 1, 0, 0},
+        {1, 3, 40, 40, 3, 3, 1, 1, 1, 1, 0, 0},
+        {1, 3, 40, 41, 3, 3, 2, 2, 1, 1, 2, 2},
+        {1, 20, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 20, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 17, 19, 19, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 17, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1},
+        {2, 35, 33, 47, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 3, 12, 100, 3, 3, 2, 2, 1, 1, 0, 0},
         /* AVX2's straight path from 2 output columns (1 column: the band path) */
-        {1, 5, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1},      {1, 5, 6, 1, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 5, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 5, 6, 1, 3, 3, 1, 1, 1, 1, 1, 1},
         /* whole planes of 65-256 outputs: a group's outputs staged, then written in one pass */
-        {1, 40, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1},   {1, 28, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1},
-        {1, 20, 17, 17, 3, 3, 2, 2, 1, 1, 1, 1},   {1, 13, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 40, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 28, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1},
+        {1, 20, 17, 17, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 13, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_dwconv(&cases[i]);
@@ -823,7 +865,8 @@ static void test_pool2d_random(void **state) {
         arena_reset(in + 3 * out + 256);
         a.x = alloc_ref(in, 1);
         if (i % 5 == 0 || shared3)
-            for (int k = 0; k < (shared3 ? 6 : 1); k++) at(a.x)[rng_range(0, (uint32_t)in - 1)] = NAN;
+            for (int k = 0; k < (shared3 ? 6 : 1); k++)
+                at(a.x)[rng_range(0, (uint32_t)in - 1)] = NAN;
         kann_ref want = alloc_ref(out, 0);
         a.y = want;
         a.tile = (kann_tile){0, 0, a.planes, 0};
@@ -845,7 +888,8 @@ static void test_pool2d_random(void **state) {
             vs[v].fn(&t0, &ex);
             vs[v].fn(&t1, &ex);
             char what[160];
-            snprintf(what, sizeof what, "pool %s %ux%u k %ux%u s %ux%u d %ux%u p %u %u %u %u act %u",
+            snprintf(what, sizeof what,
+                     "pool %s %ux%u k %ux%u s %ux%u d %ux%u p %u %u %u %u act %u",
                      a.kind == KANN_POOL_MAX ? "max" : "avg", a.h_in, a.w_in, a.k_h, a.k_w,
                      a.stride_h, a.stride_w, a.dil_h, a.dil_w, a.pad_top, a.pad_left, a.pad_bottom,
                      a.pad_right, a.act.kind);
@@ -921,33 +965,11 @@ static void test_conv2d_maxpool_random(void **state) {
                     3 * out + floats + 1024);
 
         /* the reference: the whole conv, then its max pool */
-        kann_conv2d_args r = {0};
-        r.n = 1;
-        r.c_in = c_in;
-        r.h_in = h_in;
-        r.w_in = w_in;
-        r.c_out = c_out;
-        r.h_out = h_conv;
-        r.w_out = w_conv;
-        r.group = 1;
-        r.k_h = k_h;
-        r.k_w = k_w;
-        r.stride_h = r.stride_w = stride;
-        r.dil_h = r.dil_w = dil;
-        r.pad_top = r.pad_left = pad;
-        r.act = random_act();
-        r.x = alloc_ref(c_in * h_in * w_in, 1);
-        r.w = alloc_ref(c_out * K, 1);
-        kann_ref none = {0, 0, 0};
-        r.bias = rng_range(0, 1) ? alloc_ref(c_out, 1) : none;
-        r.residual = none;
-        r.y = alloc_ref(c_out * hw, 0);
-        r.tile = (kann_tile){0, 0, c_out, 0};
+        conv_case cc = {c_in, c_out, h_in, w_in, k_h, k_w, stride, dil, pad, 0};
+        kann_conv2d_args r = run_ref_conv(&cc, h_conv, w_conv, 0);
         kann_exec ex = exec_ctx();
         kann_bounds bd = bounds_all();
         kann_error err;
-        assert_int_equal(kann_conv2d_validate(&r, &bd, &err), KANN_OK);
-        kann_f32_conv2d_ref(&r, &ex);
         kann_pool2d_args p = {0};
         p.kind = KANN_POOL_MAX;
         p.planes = c_out;
@@ -975,25 +997,10 @@ static void test_conv2d_maxpool_random(void **state) {
         a.act = r.act;
         a.x = r.x;
         a.bias = r.bias;
-        a.w = alloc_ref(panels * 12 * K, 0);
-        float *wp = at(a.w), *w = at(r.w);
-        memset(wp, 0, panels * 12 * K * sizeof(float));
-        for (size_t m = 0; m < c_out; m++)
-            for (size_t k = 0; k < K; k++)
-                wp[(m / 12) * K * 12 + k * 12 + m % 12] = w[m * K + k];
+        a.w = pack_panels(r.w, c_out, K);
         a.y = alloc_ref(out, 0);
         a.scratch = alloc_ref(floats, 0);
-        kann_conv2d_packed_args cv = {0};
-        cv.c_in = c_in;
-        cv.h_in = h_in;
-        cv.w_in = w_in;
-        cv.h_out = h_conv;
-        cv.w_out = w_conv;
-        cv.k_h = k_h;
-        cv.k_w = k_w;
-        cv.stride_h = cv.stride_w = stride;
-        cv.dil_h = cv.dil_w = dil;
-        cv.pad_top = cv.pad_left = pad;
+        kann_conv2d_packed_args cv = conv_case_shape(&cc);
 
         variant vs[4];
         int nv = variants_of(KANN_KERNEL_F32_CONV2D_MAXPOOL, vs);
