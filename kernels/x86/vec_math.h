@@ -56,10 +56,13 @@ static inline vf vf_min(vf a, vf b) {
 static inline vf vf_round(vf a) {
     return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
-/* 2^n for integral n in [-126, 127], exactly */
-static inline vf vf_pow2i(vf n) {
-    __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+/* c - a * b */
+static inline vf vf_fnmadd(vf a, vf b, vf c) {
+    return _mm512_fnmadd_ps(a, b, c);
+}
+/* p * 2^n for integral n in [-126, 127]: one vscalefps */
+static inline vf vf_mul_pow2(vf p, vf n) {
+    return _mm512_scalef_ps(p, n);
 }
 /* r where x is not less than lo (a NaN x included), else 0 */
 static inline vf vf_zero_below(vf r, vf x, vf lo) {
@@ -120,9 +123,13 @@ static inline vf vf_min(vf a, vf b) {
 static inline vf vf_round(vf a) {
     return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
-static inline vf vf_pow2i(vf n) {
+static inline vf vf_fnmadd(vf a, vf b, vf c) {
+    return _mm256_fnmadd_ps(a, b, c);
+}
+/* 2^n built in the exponent field, times p */
+static inline vf vf_mul_pow2(vf p, vf n) {
     __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
 }
 static inline vf vf_zero_below(vf r, vf x, vf lo) {
     return _mm256_and_ps(r, _mm256_cmp_ps(x, lo, _CMP_NLT_UQ));
@@ -147,28 +154,33 @@ static inline float vf_hmax(vf a) {
  * by one Newton step, a few cycles where a division takes ten or more per vector. */
 static inline vf vf_rcp(vf a) {
     vf r = vf_rcp_estimate(a);
-    return vf_mul(r, vf_fmadd(vf_sub(vf_set1(0.0f), a), r, vf_set1(2.0f)));
+    return vf_mul(r, vf_fnmadd(a, r, vf_set1(2.0f)));
 }
 
-/* e^x, relative error about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two parts
- * so that n ln2 is exact), e^r = 1 + r + r^2 p(r) with a degree-5 minimax p, times 2^n. Below
- * x = -87.3 (where e^x leaves the normal floats) the result is 0: a masked attention score
- * (-1e9, -inf, -FLT_MAX) must give exactly 0, as libm's expf does, and no subnormal that would
- * slow every later multiply by it. Above 88 it is e^88; a NaN x gives NaN. */
+/* e^x for x in [-87.3, 88] (no clamp, no special values), relative error about 2 ulp:
+ * x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two parts so that n ln2 is exact),
+ * e^r = 1 + r + r^2 p(r) with p a degree-4 fit of (e^r - 1 - r) / r^2 for least relative
+ * error, times 2^n. */
+static inline vf vf_exp_in_range(vf x) {
+    vf n = vf_round(vf_mul(x, vf_set1(1.44269504088896341f)));
+    vf r = vf_fmadd(n, vf_set1(-0.693359375f), x);
+    r = vf_fmadd(n, vf_set1(2.12194440e-4f), r);
+    vf p = vf_set1(1.3871097471565008e-3f);
+    p = vf_fmadd(p, r, vf_set1(8.36950447410345e-3f));
+    p = vf_fmadd(p, r, vf_set1(4.166741669178009e-2f));
+    p = vf_fmadd(p, r, vf_set1(1.6666513681411743e-1f));
+    p = vf_fmadd(p, r, vf_set1(4.999999701976776e-1f));
+    p = vf_fmadd(p, vf_mul(r, r), vf_add(r, vf_set1(1.0f)));
+    return vf_mul_pow2(p, n);
+}
+
+/* e^x. Below x = -87.3 (where e^x leaves the normal floats) the result is 0: a masked attention
+ * score (-1e9, -inf, -FLT_MAX) must give exactly 0, as libm's expf does, and no subnormal that
+ * would slow every later multiply by it. Above 88 it is e^88; a NaN x gives NaN. */
 static inline vf vf_exp(vf x) {
     const vf lo = vf_set1(-87.3f);
     vf xc = vf_min(vf_set1(88.0f), vf_max(lo, x)); /* max/min return a NaN x */
-    vf n = vf_round(vf_mul(xc, vf_set1(1.44269504088896341f)));
-    vf r = vf_fmadd(n, vf_set1(-0.693359375f), xc);
-    r = vf_fmadd(n, vf_set1(2.12194440e-4f), r);
-    vf p = vf_set1(1.9875691500e-4f);
-    p = vf_fmadd(p, r, vf_set1(1.3981999507e-3f));
-    p = vf_fmadd(p, r, vf_set1(8.3334519073e-3f));
-    p = vf_fmadd(p, r, vf_set1(4.1665795894e-2f));
-    p = vf_fmadd(p, r, vf_set1(1.6666665459e-1f));
-    p = vf_fmadd(p, r, vf_set1(5.0000001201e-1f));
-    p = vf_fmadd(p, vf_mul(r, r), vf_add(r, vf_set1(1.0f)));
-    return vf_zero_below(vf_mul(p, vf_pow2i(n)), x, lo);
+    return vf_zero_below(vf_exp_in_range(xc), x, lo);
 }
 
 /* erf(x) as a rational function of x (odd over even polynomials in x^2) on [-4, 4], where
