@@ -200,17 +200,36 @@ static kann_ref random_table(uint32_t rows, uint32_t taps, uint32_t n_in, int wi
     return r;
 }
 
+/* A table as interpolating resizes build it: the taps of output o around o * n_in / n_out,
+ * consecutive, clamped to the input (so repeated at its ends), random weights. */
+static kann_ref sliding_table(uint32_t rows, uint32_t taps, uint32_t n_in,
+                              kann_resize_tap **table) {
+    float *t;
+    kann_ref r = put(any_space(), (size_t)rows * taps * 2, &t);
+    *table = (kann_resize_tap *)(void *)t;
+    for (uint32_t o = 0; o < rows; o++)
+        for (uint32_t i = 0; i < taps; i++) {
+            int64_t index = (int64_t)o * n_in / rows + i - (taps - 1) / 2;
+            index = index < 0 ? 0 : index >= n_in ? n_in - 1 : index;
+            (*table)[o * taps + i] = (kann_resize_tap){(int32_t)index, rng_float(-1, 1)};
+        }
+    return r;
+}
+
 static void test_resize(void **state) {
     (void)state;
     rng_state = 12;
-    for (int iter = 0; iter < 200; iter++) {
+    for (int iter = 0; iter < 300; iter++) {
         reset();
         kann_resize_args a = {0};
+        /* a third upsample with sliding taps (rows meet several times, more than the kernel
+         * keeps at once), the rest random tables over small maps */
+        int sliding = iter % 3 == 0;
         a.planes = rng_range(1, 4);
-        a.h_in = rng_range(1, 5);
-        a.w_in = rng_range(1, 5);
-        a.h_out = rng_range(1, 6);
-        a.w_out = rng_range(1, 6);
+        a.h_in = sliding ? rng_range(1, 12) : rng_range(1, 5);
+        a.w_in = sliding ? rng_range(1, 12) : rng_range(1, 5);
+        a.h_out = sliding ? a.h_in * rng_range(1, 4) + rng_range(0, 3) : rng_range(1, 6);
+        a.w_out = sliding ? rng_range(1, 40) : rng_range(1, 6);
         a.taps_h = rng_range(1, 4);
         a.taps_w = rng_range(1, 4);
         a.extrapolation = rng_float(-3, 3);
@@ -218,8 +237,14 @@ static void test_resize(void **state) {
         float *x, *y;
         kann_resize_tap *th, *tw;
         a.x = put_random(any_space(), (size_t)a.planes * a.h_in * a.w_in, &x);
-        a.table_h = random_table(a.h_out, a.taps_h, a.h_in, outside, &th);
-        a.table_w = random_table(a.w_out, a.taps_w, a.w_in, outside, &tw);
+        if (sliding) {
+            a.table_h = sliding_table(a.h_out, a.taps_h, a.h_in, &th);
+            a.table_w = outside ? random_table(a.w_out, a.taps_w, a.w_in, 1, &tw)
+                                : sliding_table(a.w_out, a.taps_w, a.w_in, &tw);
+        } else {
+            a.table_h = random_table(a.h_out, a.taps_h, a.h_in, outside, &th);
+            a.table_w = random_table(a.w_out, a.taps_w, a.w_in, outside, &tw);
+        }
         size_t ny = (size_t)a.planes * a.h_out * a.w_out;
         a.y = put(KANN_SPACE_ARENA, ny, &y);
         double *e = calloc(ny, sizeof *e);
