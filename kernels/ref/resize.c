@@ -15,6 +15,16 @@ static kann_resize_tap tap_at(const kann_resize_tap *table, uint32_t row, uint32
  * pixel by pixel. */
 #define RESIZE_ROW_FLOATS 4096u
 
+/* d = w * s (first) or d += w * s, over n floats: one row tap of a blend. */
+static void blend_row(float *d, const float *s, float w, uint32_t n, int first) {
+    if (first)
+        for (uint32_t c = 0; c < n; c++)
+            d[c] = w * s[c];
+    else
+        for (uint32_t c = 0; c < n; c++)
+            d[c] += w * s[c];
+}
+
 /* Output row oh of one plane, separably: its row taps blended into one input-wide row (a
  * contiguous multiply-add per tap), then each output pixel from its column taps in that row.
  * h_in * w_in + w_out * taps_w operations per row instead of w_out * taps_h * taps_w. A tap
@@ -30,13 +40,7 @@ static void resize_row_blend_first(const kann_resize_args *a, const float *xp, f
             outside = 1;
             break;
         }
-        const float *xr = xp + (size_t)h.index * a->w_in;
-        if (i == 0)
-            for (uint32_t c = 0; c < a->w_in; c++)
-                row[c] = h.weight * xr[c];
-        else
-            for (uint32_t c = 0; c < a->w_in; c++)
-                row[c] += h.weight * xr[c];
+        blend_row(row, xp + (size_t)h.index * a->w_in, h.weight, a->w_in, i == 0);
     }
     for (uint32_t ow = 0; ow < a->w_out; ow++) {
         float acc = 0.0f;
@@ -119,12 +123,7 @@ static void resize_plane_slots(const kann_resize_args *a, const float *xp, float
                 resize_columns(a, xp + (size_t)h.index * a->w_in, tw, s);
                 held[(uint32_t)h.index % RESIZE_SLOTS] = h.index;
             }
-            if (i == 0)
-                for (uint32_t c = 0; c < a->w_out; c++)
-                    yr[c] = h.weight * s[c];
-            else
-                for (uint32_t c = 0; c < a->w_out; c++)
-                    yr[c] += h.weight * s[c];
+            blend_row(yr, s, h.weight, a->w_out, i == 0);
         }
         if (cols_outside)
             for (uint32_t ow = 0; ow < a->w_out; ow++)
