@@ -118,6 +118,46 @@ def bn_params(r, c):
             const("mean", randn(r, c)), const("var", np.abs(randn(r, c)) + 0.5)]
 
 
+def atrous_taps_cases():
+    """Dilated convs on maps smaller than their reach, where each tap reads input over only a
+    rectangle of outputs: lowered tap by tap (a pointwise conv per tap over its rectangle, padded
+    back and summed) when the rectangles hold at most half the products and one of them is the
+    whole output; the summary counts the pads (one per tap but the whole-output one). Also
+    strided and asymmetric, with the node's residual and activation, and a conv where no tap
+    covers the whole output (left as one conv)."""
+    def atrous(name, seed, x_shape, w_shape, expect, residual=False, **attrs):
+        r = rng(seed)
+        inits = [const("W", randn(r, *w_shape, scale=0.3)), const("B", randn(r, w_shape[0]))]
+        nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv", **attrs)]
+        ins, feeds = [vi("x", x_shape)], {"x": randn(r, *x_shape)}
+        if residual:
+            st, dl, pd = attrs.get("strides", [1, 1]), attrs["dilations"], attrs["pads"]
+            out = [1, w_shape[0]] + [(x_shape[2 + i] + pd[i] + pd[2 + i] -
+                                      dl[i] * (w_shape[2 + i] - 1) - 1) // st[i] + 1
+                                     for i in range(2)]
+            ins.append(vi("res", out))
+            feeds["res"] = randn(r, *out)
+            nodes.append(helper.make_node("Add", ["c", "res"], ["s"]))
+            nodes.append(helper.make_node("Relu", ["s"], ["y"]))
+        else:
+            nodes.append(helper.make_node("Identity", ["c"], ["y"]))
+        return name, model(nodes, ins, [vi("y", None)], inits), feeds, \
+            ["--expect-summary", expect]
+    yield atrous("conv_atrous_taps_aspp", 70, [1, 20, 14, 14], [30, 20, 3, 3], "f32_pad2d x8",
+                 dilations=[12, 12], pads=[12, 12, 12, 12])
+    yield atrous("conv_atrous_taps_residual_relu", 71, [1, 12, 14, 14], [16, 12, 3, 3],
+                 "f32_binary x8", residual=True, dilations=[12, 12], pads=[12, 12, 12, 12])
+    yield atrous("conv_atrous_taps_stride2", 72, [1, 8, 16, 14], [13, 8, 3, 3], "f32_pad2d x8",
+                 strides=[2, 2], dilations=[10, 9], pads=[10, 9, 10, 9])
+    yield atrous("conv_atrous_taps_asym", 73, [1, 5, 13, 17], [7, 5, 3, 3], "f32_pad2d x8",
+                 strides=[2, 1], dilations=[10, 12], pads=[10, 12, 9, 11])
+    yield atrous("conv_atrous_taps_5x5", 74, [1, 6, 10, 10], [9, 6, 5, 5], "f32_pad2d x24",
+                 dilations=[4, 4], pads=[8, 8, 8, 8])
+    yield atrous("conv_atrous_no_whole_tap", 75, [1, 6, 9, 11], [8, 6, 3, 2],
+                 "kernels:  f32_conv2d_packed x1 f32_pad2d x1\n", dilations=[6, 7],
+                 pads=[6, 7, 6, 7])
+
+
 def bn_cases():
     """Conv + explicit BatchNormalization and its pre-folded twin; a standalone BN."""
     r = rng(20)
@@ -399,6 +439,7 @@ def misc_cases():
 
 def all_cases():
     yield from conv_cases()
+    yield from atrous_taps_cases()
     yield from bn_cases()
     yield from inverted_residual_cases()
     yield from pool_cases()
