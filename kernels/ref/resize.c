@@ -15,6 +15,32 @@ static kann_resize_tap tap_at(const kann_resize_tap *table, uint32_t row, uint32
  * pixel by pixel. */
 #define RESIZE_ROW_FLOATS 4096u
 
+/* Whether index lies inside [0, n). */
+static int tap_inside(int32_t index, uint32_t n) {
+    return index >= 0 && (uint32_t)index < n;
+}
+
+/* Whether every column tap of output column ow lies inside the input. */
+static int column_inside(const kann_resize_args *a, const kann_resize_tap *tw, uint32_t ow) {
+    for (uint32_t j = 0; j < a->taps_w; j++)
+        if (!tap_inside(tap_at(tw, ow, a->taps_w, j).index, a->w_in)) return 0;
+    return 1;
+}
+
+/* Output column ow from its column taps in row (w_in floats) into *v; 0 when a tap lies outside
+ * the input (the column takes the extrapolation value). */
+static int column_taps(const kann_resize_args *a, const float *row, const kann_resize_tap *tw,
+                       uint32_t ow, float *v) {
+    float acc = 0.0f;
+    for (uint32_t j = 0; j < a->taps_w; j++) {
+        kann_resize_tap w = tap_at(tw, ow, a->taps_w, j);
+        if (!tap_inside(w.index, a->w_in)) return 0;
+        acc += w.weight * row[w.index];
+    }
+    *v = acc;
+    return 1;
+}
+
 /* d = w * s (first) or d += w * s, over n floats: one row tap of a blend. */
 static void blend_row(float *d, const float *s, float w, uint32_t n, int first) {
     if (first)
@@ -33,26 +59,18 @@ static void resize_row_blend_first(const kann_resize_args *a, const float *xp, f
                                    uint32_t oh, const kann_resize_tap *th,
                                    const kann_resize_tap *tw) {
     float row[RESIZE_ROW_FLOATS];
-    int outside = 0;
     for (uint32_t i = 0; i < a->taps_h; i++) {
         kann_resize_tap h = tap_at(th, oh, a->taps_h, i);
-        if (h.index < 0 || (uint32_t)h.index >= a->h_in) {
-            outside = 1;
-            break;
+        if (!tap_inside(h.index, a->h_in)) {
+            for (uint32_t ow = 0; ow < a->w_out; ow++)
+                yr[ow] = a->extrapolation;
+            return;
         }
         blend_row(row, xp + (size_t)h.index * a->w_in, h.weight, a->w_in, i == 0);
     }
     for (uint32_t ow = 0; ow < a->w_out; ow++) {
-        float acc = 0.0f;
-        int out_w = outside;
-        for (uint32_t j = 0; j < a->taps_w && !out_w; j++) {
-            kann_resize_tap w = tap_at(tw, ow, a->taps_w, j);
-            if (w.index < 0 || (uint32_t)w.index >= a->w_in)
-                out_w = 1;
-            else
-                acc += w.weight * row[w.index];
-        }
-        yr[ow] = out_w ? a->extrapolation : acc;
+        float v;
+        yr[ow] = column_taps(a, row, tw, ow, &v) ? v : a->extrapolation;
     }
 }
 
@@ -76,41 +94,18 @@ static int resize_slots_fit(const kann_resize_args *a, const kann_resize_tap *th
     return 1;
 }
 
-/* Input row xr interpolated along the columns into d (w_out floats); a column with a tap
- * outside the input gets 0 here and the extrapolation value in the output row. */
-static void resize_columns(const kann_resize_args *a, const float *xr, const kann_resize_tap *tw,
-                           float *d) {
-    for (uint32_t ow = 0; ow < a->w_out; ow++) {
-        float acc = 0.0f;
-        for (uint32_t j = 0; j < a->taps_w; j++) {
-            kann_resize_tap w = tap_at(tw, ow, a->taps_w, j);
-            if (w.index < 0 || (uint32_t)w.index >= a->w_in) {
-                acc = 0.0f;
-                break;
-            }
-            acc += w.weight * xr[w.index];
-        }
-        d[ow] = acc;
-    }
-}
-
 static void resize_plane_slots(const kann_resize_args *a, const float *xp, float *yp,
                                const kann_resize_tap *th, const kann_resize_tap *tw) {
     float slots[RESIZE_SLOTS][RESIZE_SLOT_FLOATS];
     int64_t held[RESIZE_SLOTS] = {-1, -1, -1, -1}; /* the input row each slot holds */
     int cols_outside = 0;
     for (uint32_t ow = 0; ow < a->w_out; ow++)
-        for (uint32_t j = 0; j < a->taps_w; j++) {
-            int32_t i = tap_at(tw, ow, a->taps_w, j).index;
-            cols_outside |= i < 0 || (uint32_t)i >= a->w_in;
-        }
+        cols_outside |= !column_inside(a, tw, ow);
     for (uint32_t oh = 0; oh < a->h_out; oh++) {
         float *yr = yp + (size_t)oh * a->w_out;
         int outside = 0;
-        for (uint32_t i = 0; i < a->taps_h; i++) {
-            int32_t r = tap_at(th, oh, a->taps_h, i).index;
-            outside |= r < 0 || (uint32_t)r >= a->h_in;
-        }
+        for (uint32_t i = 0; i < a->taps_h; i++)
+            outside |= !tap_inside(tap_at(th, oh, a->taps_h, i).index, a->h_in);
         if (outside) {
             for (uint32_t ow = 0; ow < a->w_out; ow++)
                 yr[ow] = a->extrapolation;
@@ -118,22 +113,18 @@ static void resize_plane_slots(const kann_resize_args *a, const float *xp, float
         }
         for (uint32_t i = 0; i < a->taps_h; i++) {
             kann_resize_tap h = tap_at(th, oh, a->taps_h, i);
-            float *s = slots[(uint32_t)h.index % RESIZE_SLOTS];
-            if (held[(uint32_t)h.index % RESIZE_SLOTS] != h.index) {
-                resize_columns(a, xp + (size_t)h.index * a->w_in, tw, s);
-                held[(uint32_t)h.index % RESIZE_SLOTS] = h.index;
+            uint32_t slot = (uint32_t)h.index % RESIZE_SLOTS;
+            if (held[slot] != h.index) { /* the row interpolated along the columns */
+                const float *xr = xp + (size_t)h.index * a->w_in;
+                for (uint32_t ow = 0; ow < a->w_out; ow++)
+                    if (!column_taps(a, xr, tw, ow, &slots[slot][ow])) slots[slot][ow] = 0.0f;
+                held[slot] = h.index;
             }
-            blend_row(yr, s, h.weight, a->w_out, i == 0);
+            blend_row(yr, slots[slot], h.weight, a->w_out, i == 0);
         }
         if (cols_outside)
             for (uint32_t ow = 0; ow < a->w_out; ow++)
-                for (uint32_t j = 0; j < a->taps_w; j++) {
-                    int32_t i = tap_at(tw, ow, a->taps_w, j).index;
-                    if (i < 0 || (uint32_t)i >= a->w_in) {
-                        yr[ow] = a->extrapolation;
-                        break;
-                    }
-                }
+                if (!column_inside(a, tw, ow)) yr[ow] = a->extrapolation;
     }
 }
 
