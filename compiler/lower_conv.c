@@ -35,15 +35,21 @@ static int pack_weight_panels(kc_graph *g, int w, size_t m0, uint32_t c_out, siz
 
 /* The conv's input with its padding put around it once (kernel pad2d), just the rows and
  * columns the windows reach: [c_in][h][w]. */
-static int pad_input(kc_graph *g, kc_program *p, int id, int x, const kann_conv2d_args *c2,
-                     uint32_t h, uint32_t w) {
-    int v = kc_add_value(g, kc_unique_name(g, kc_sprintf(g, "%s.padded", kc_val(g, x)->name)));
+/* A new float value [c][h][w] named after value of with suffix what. */
+static int planes_value(kc_graph *g, int of, const char *what, uint32_t c, uint32_t h, uint32_t w) {
+    int v = kc_add_value(g, kc_unique_name(g, kc_sprintf(g, "%s.%s", kc_val(g, of)->name, what)));
     kc_value *pv = &g->values[v];
     pv->dtype = KC_DTYPE_FLOAT;
     pv->rank = 3;
-    pv->dims[0] = c2->c_in;
+    pv->dims[0] = c;
     pv->dims[1] = h;
     pv->dims[2] = w;
+    return v;
+}
+
+static int pad_input(kc_graph *g, kc_program *p, int id, int x, const kann_conv2d_args *c2,
+                     uint32_t h, uint32_t w) {
+    int v = planes_value(g, x, "padded", c2->c_in, h, w);
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_PAD2D, id);
     kann_pad2d_args *a = c->args;
     a->c = c2->c_in;
@@ -538,18 +544,6 @@ static void tap_outputs(uint32_t out, uint32_t in, uint32_t stride, uint32_t dil
     *hi = (uint32_t)h;
 }
 
-/* A float value [c][h][w] for a part of the split. */
-static int tap_value(kc_graph *g, int y, const char *what, uint32_t c, uint32_t h, uint32_t w) {
-    int v = kc_add_value(g, kc_unique_name(g, kc_sprintf(g, "%s.%s", kc_val(g, y)->name, what)));
-    kc_value *pv = &g->values[v];
-    pv->dtype = KC_DTYPE_FLOAT;
-    pv->rank = 3;
-    pv->dims[0] = c;
-    pv->dims[1] = h;
-    pv->dims[2] = w;
-    return v;
-}
-
 /* The pointwise conv of tap t over the outputs of its rectangle: the inputs gathered, the
  * tap's weights [c_out][c_in] packed. last: it writes y with bias b, residual res and the
  * activation; else a new value [c_out][rows][cols], returned. */
@@ -561,7 +555,7 @@ static int tap_conv(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *
     int xs = x;
     if (ih0 != 0 || iw0 != 0 || rows != a->h_in || cols != a->w_in || a->stride_h != 1 ||
         a->stride_w != 1) {
-        xs = tap_value(g, y, kc_sprintf(g, "tap%u_%u.in", t->kh, t->kw), a->c_in, rows, cols);
+        xs = planes_value(g, y, kc_sprintf(g, "tap%u_%u.in", t->kh, t->kw), a->c_in, rows, cols);
         int64_t dims[3] = {a->c_in, rows, cols};
         int64_t xst[3] = {(int64_t)a->h_in * a->w_in, (int64_t)a->stride_h * a->w_in, a->stride_w};
         int64_t yst[3] = {(int64_t)rows * cols, cols, 1};
@@ -586,7 +580,8 @@ static int tap_conv(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *
     pa.k_h = pa.k_w = pa.stride_h = pa.stride_w = pa.dil_h = pa.dil_w = 1;
     if (last) pa.act = a->act;
     int ys =
-        last ? y : tap_value(g, y, kc_sprintf(g, "tap%u_%u", t->kh, t->kw), a->c_out, rows, cols);
+        last ? y
+             : planes_value(g, y, kc_sprintf(g, "tap%u_%u", t->kh, t->kw), a->c_out, rows, cols);
     packed_call(g, p, id, &pa, xs, 0, pack_weight_panels(g, wt, 0, a->c_out, a->c_in, 0, a->c_in),
                 b, 0, res, 0, ys, 0);
     return ys;
@@ -628,7 +623,7 @@ static int lower_by_taps(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
         pad.pad_left = t->c0;
         part = pad_input(g, p, id, part, &pad, a->h_out, a->w_out);
         if (sum >= 0) {
-            int s = tap_value(g, y, kc_sprintf(g, "taps%d", i), a->c_out, a->h_out, a->w_out);
+            int s = planes_value(g, y, kc_sprintf(g, "taps%d", i), a->c_out, a->h_out, a->w_out);
             add_sum(g, p, id, sum, part, s, count, (kann_act){0});
             part = s;
         }
