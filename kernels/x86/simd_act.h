@@ -53,12 +53,12 @@ static inline float kann_act_clamp_lo(const kann_act *act) {
     return act->kind == KANN_ACT_NONE ? -__builtin_inff() : kann_act_lo(act);
 }
 
-/* The logistic sigmoid 1 / (1 + e^-x) for x >= -88; lanes below hold any value (NaN
- * included), which callers zero with vf_zero_below. Above 87 the result is 1 (e^-87 is lost
- * against 1), so e^-x stays a normal float. */
-static inline vf vf_sigmoid_from_minus_88(vf x) {
+/* The logistic sigmoid 1 / (1 + e^-x); 0 below -88, near where libm's e^-x overflows (those
+ * lanes are masked, so e^-x needs no clamp there), and 1 above 87 (e^-87 is lost against 1), so
+ * e^-x stays a normal float. A NaN x stays NaN. */
+static inline vf vf_sigmoid(vf x) {
     vf e = vf_exp_in_range(vf_sub(vf_set1(0.0f), vf_min(vf_set1(87.0f), x)));
-    return vf_rcp(vf_add(vf_set1(1.0f), e));
+    return vf_zero_below(vf_rcp(vf_add(vf_set1(1.0f), e)), x, vf_set1(-88.0f));
 }
 
 /* The activation of kind act->kind on v (a kind kann_act_vectorizes accepts; others pass v
@@ -77,10 +77,10 @@ static inline vf vf_act(vf v, const kann_act *act, vf lo, vf hi) {
     case KANN_ACT_HARD_SWISH:
         return vf_mul(v,
                       vf_min(one, vf_max(zero, vf_fmadd(v, vf_set1(1.0f / 6.0f), vf_set1(0.5f)))));
-    case KANN_ACT_SIGMOID: /* 0 below -88, where libm's e^-x overflows */
-        return vf_zero_below(vf_sigmoid_from_minus_88(v), v, vf_set1(-88.0f));
-    case KANN_ACT_SILU: /* x * sigmoid(x), sigmoid 0 below -88 as in libm: -inf gives NaN */
-        return vf_mul(v, vf_zero_below(vf_sigmoid_from_minus_88(v), v, vf_set1(-88.0f)));
+    case KANN_ACT_SIGMOID:
+        return vf_sigmoid(v);
+    case KANN_ACT_SILU: /* x * sigmoid(x): -inf gives NaN, as in libm */
+        return vf_mul(v, vf_sigmoid(v));
     case KANN_ACT_ELU: /* x >= 0: x + alpha (e^0 - 1); x < 0: 0 + alpha (e^x - 1) */
         return vf_fmadd(vf_set1(act->alpha), vf_sub(vf_exp(vf_min(zero, v)), one), vf_max(zero, v));
     case KANN_ACT_GELU:
