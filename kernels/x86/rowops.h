@@ -1,12 +1,13 @@
 /* Row kernels written once over vec_math.h's width-neutral vectors: normalization (f32_norm:
- * LayerNormalization, InstanceNormalization, GroupNormalization) and softmax along contiguous
- * rows (f32_softmax with inner == 1: the last axis, as in attention and classifier heads).
- * rowops_avx512.c and rowops_avx2.c define KANN_VEC_BITS, the two entry points' names
- * (ROWOPS_NORM, ROWOPS_SOFTMAX) and include this file. They compute what the references in
- * kernels/ref/norm.c and kernels/ref/softmax.c compute, with vector sums (another summation
- * order) and a polynomial exp (vec_math.h); the layouts they do not cover run the reference. */
-#ifndef ROWOPS_NORM
-#error "define KANN_VEC_BITS, ROWOPS_NORM and ROWOPS_SOFTMAX first"
+ * LayerNormalization, InstanceNormalization, GroupNormalization), softmax along contiguous
+ * rows (f32_softmax with inner == 1: the last axis, as in attention and classifier heads) and
+ * the zero borders of pad2d. rowops_avx512.c and rowops_avx2.c define KANN_VEC_BITS, the entry
+ * points' names (ROWOPS_NORM, ROWOPS_SOFTMAX, ROWOPS_PAD2D) and include this file. They compute
+ * what the references in kernels/ref/norm.c, softmax.c and pad2d.c compute, with vector sums
+ * (another summation order) and a polynomial exp (vec_math.h); the layouts they do not cover
+ * run the reference. */
+#if !defined(ROWOPS_NORM) || !defined(ROWOPS_SOFTMAX) || !defined(ROWOPS_PAD2D)
+#error "define KANN_VEC_BITS, ROWOPS_NORM, ROWOPS_SOFTMAX and ROWOPS_PAD2D first"
 #endif
 
 #include <math.h>
@@ -158,4 +159,47 @@ void ROWOPS_SOFTMAX(const void *args, const kann_exec *ex) {
     float *y = kann_mref(ex, a->y);
     for (size_t o = a->tile.begin; o < a->tile.end; o++)
         softmax_row(x + o * a->axis_len, y + o * a->axis_len, a->axis_len, a->log != 0);
+}
+
+/* d[0, n) = 0. */
+static inline void row_zero(float *d, size_t n) {
+    vf z = vf_set1(0.0f);
+    size_t j = 0;
+    for (; j + KANN_VL <= n; j += KANN_VL)
+        vf_store(d + j, z);
+    if (j < n) vf_store_n(d + j, z, n - j);
+}
+
+/* d[0, n) = s[0, n). */
+static inline void row_copy(float *d, const float *s, size_t n) {
+    size_t j = 0;
+    for (; j + KANN_VL <= n; j += KANN_VL)
+        vf_store(d + j, vf_load(s + j));
+    if (j < n) vf_store_n(d + j, vf_load_n(s + j, n - j), n - j);
+}
+
+/* The reference's rows with vector stores instead of three library calls per row: the rows of
+ * a conv's padded input are short (9 floats for a 7x7 map), so the calls cost more than the
+ * copy. */
+void ROWOPS_PAD2D(const void *args, const kann_exec *ex) {
+    const kann_pad2d_args *a = args;
+    if (a->tile.begin >= a->tile.end) return;
+    const float *x = kann_cref(ex, a->x);
+    float *y = kann_mref(ex, a->y);
+    size_t w_out = a->w_out, w_in = a->w_in, pad_left = a->pad_left;
+    /* columns [lo, hi) of every row inside x come from x, the others are zero */
+    size_t lo = pad_left < w_out ? pad_left : w_out;
+    size_t hi = pad_left + w_in < w_out ? pad_left + w_in : w_out;
+    for (size_t r = a->tile.begin; r < a->tile.end; r++) {
+        size_t c = r / a->h_out;
+        int64_t i = (int64_t)(r - c * a->h_out) - a->pad_top;
+        float *yr = y + r * w_out;
+        if (i < 0 || i >= (int64_t)a->h_in || hi == lo) {
+            row_zero(yr, w_out);
+            continue;
+        }
+        row_zero(yr, lo);
+        row_copy(yr + lo, x + (c * a->h_in + (size_t)i) * w_in, hi - lo);
+        row_zero(yr + hi, w_out - hi);
+    }
 }

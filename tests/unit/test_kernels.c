@@ -994,6 +994,43 @@ static void test_copy(void **state) {
     }
 }
 
+/* Zero borders around planes, and crops (y smaller than x plus its padding, or a pad past the
+ * whole row), rows from 1 float to several vectors wide. */
+static void test_pad2d(void **state) {
+    (void)state;
+    rng_seed(13);
+    for (int i = 0; i < 200; i++) {
+        mem_reset();
+        kann_pad2d_args a = {0};
+        a.c = PICK(1, 3, 16);
+        a.h_in = PICK(1, 2, 7, 14);
+        a.w_in = PICK(1, 5, 7, 16, 17, 40);
+        a.pad_top = PICK(0, 1, 2, 3);
+        a.pad_left = PICK(0, 1, 2, 3, 50);
+        a.h_out = a.h_in + a.pad_top + PICK(0, 1, 2) - PICK(0, 0, 1);
+        a.w_out = a.w_in + PICK(0, 1, 2, 3, 9) - PICK(0, 0, 0, 1);
+        if (a.h_out == 0) a.h_out = 1;
+        if (a.w_out == 0) a.w_out = 1;
+        float *x, *y;
+        a.x = mem_put_random(random_input_space(), (size_t)a.c * a.h_in * a.w_in, -1, 1, &x);
+        size_t n = (size_t)a.c * a.h_out * a.w_out;
+        a.y = mem_put(KANN_SPACE_ARENA, n, &y);
+        double *expected = malloc(n * sizeof(double));
+        assert_non_null(expected);
+        for (size_t c = 0; c < a.c; c++)
+            for (size_t r = 0; r < a.h_out; r++)
+                for (size_t j = 0; j < a.w_out; j++) {
+                    int64_t ih = (int64_t)r - a.pad_top, iw = (int64_t)j - a.pad_left;
+                    int inside = ih >= 0 && ih < (int64_t)a.h_in && iw >= 0 && iw < (int64_t)a.w_in;
+                    expected[(c * a.h_out + r) * a.w_out + j] =
+                        inside ? x[(c * a.h_in + (size_t)ih) * a.w_in + (size_t)iw] : 0.0;
+                }
+        uint32_t rows = a.c * a.h_out;
+        run_and_check(KANN_KERNEL_F32_PAD2D, &a, &rows, y, expected, n, "pad2d", i);
+        free(expected);
+    }
+}
+
 /* ---- validators --------------------------------------------------------------------------- */
 
 /* A small valid problem per family, placed in fresh memory (the last tensor placed is an
@@ -1507,6 +1544,7 @@ int main(void) {
         cmocka_unit_test(test_global_avgpool),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_pad2d),
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_messages),
         cmocka_unit_test(test_strided_bytes),
