@@ -35,8 +35,8 @@
 /* Floats of a band buffer (16 KiB): the rows of a block's input channels that a band of output
  * rows reads. */
 #define LANES_BAND_FLOATS 4096
-/* Pixels of a group: 24 accumulators over v vectors of channels. */
-#define LANES_MAX_PX 16
+/* Pixels of a group, at most (lanes_px). */
+#define LANES_MAX_PX 8
 
 /* The geometry of the lanes path for one tile. */
 typedef struct lanes_plan {
@@ -157,9 +157,13 @@ static inline __attribute__((always_inline)) void lanes_group_run(const lanes_gr
     }
 }
 
-/* Pixels per group for V vectors: 24 accumulators (16 for one vector). */
+/* Pixels per group for V vectors: 24 accumulators over 4 or 3 vectors; 16 over 2 and 8 over 1,
+ * since a group keeps a pointer per pixel and more than 8 of them no longer fit the general
+ * registers beside the loop's own (12 pixels of 2 vectors spilled 25 of them to the stack and
+ * ran 5 % slower; 16 pixels of one vector, 7 spills: a 2-group 32-channel 3x3 stride-2 conv on
+ * 112x112, one thread, 0.49 -> 0.37 ms at 8 pixels). */
 static inline int lanes_px(int V) {
-    return V == 4 ? 6 : V == 3 ? 8 : V == 2 ? 12 : 16;
+    return V == 4 ? 6 : 8;
 }
 
 static __attribute__((noinline)) void lanes_group_v4(const lanes_group *gr) {
@@ -169,10 +173,10 @@ static __attribute__((noinline)) void lanes_group_v3(const lanes_group *gr) {
     lanes_group_run(gr, 8, 3);
 }
 static __attribute__((noinline)) void lanes_group_v2(const lanes_group *gr) {
-    lanes_group_run(gr, 12, 2);
+    lanes_group_run(gr, 8, 2);
 }
 static __attribute__((noinline)) void lanes_group_v1(const lanes_group *gr) {
-    lanes_group_run(gr, 16, 1);
+    lanes_group_run(gr, 8, 1);
 }
 
 /* The staged sums of tile pixels [q0, q1) (one output row's part, q1 - q0 <= 16 pixels) back to
