@@ -341,7 +341,7 @@ static int fusable_pool(kc_graph *g, int y, kc_window *w, kc_diag *d) {
     return pool;
 }
 
-/* Lowers conv a (a stem the direct path takes) and the max pool reading it as one
+/* Lowers conv a (a stem, kann_conv2d_packed_stem) and the max pool reading it as one
  * f32_conv2d_maxpool call; 0 if that pool is not there. */
 static int lower_conv_maxpool(kc_graph *g, kc_program *p, int id, const kann_conv2d_packed_args *a,
                               kc_diag *d) {
@@ -417,7 +417,7 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
     a->pad_left = c2->pad_left;
     a->act = c2->act;
     size_t K = (size_t)a->c_in * a->k_h * a->k_w;
-    if (groups == 1 && kann_conv2d_packed_direct(a) && lower_conv_maxpool(g, p, id, a, d)) return;
+    if (groups == 1 && kann_conv2d_packed_stem(a) && lower_conv_maxpool(g, p, id, a, d)) return;
     /* A stride-1 conv reads its windows in place (the wide path) from its input padded to
      * exactly the rows and columns they reach, unless that wastes too many columns. */
     if (a->stride_h == 1 && a->stride_w == 1 && !kann_conv2d_packed_pointwise(a)) {
