@@ -466,15 +466,24 @@ static inline int kann_conv2d_packed_phase_plan(const kann_conv2d_packed_args *a
  * whose tile holds at least KANN_CONV_LANES_MIN_PIXELS output pixels: its repacked weights serve
  * every pixel of the tile, and over fewer the 12 x 32 tile, streaming the panels in place, is
  * faster (resnet18's layer4 3x3 stride 2, 49 pixels: 1.2x slower on lanes; its layer3 one, 196
- * pixels, 904-922 against 820-823 us inside the network, one thread). */
+ * pixels, 904-922 against 820-823 us inside the network, one thread). Narrow convs, at most
+ * KANN_CONV_LANES_NARROW output channels (one vector: the groups of a grouped conv, one call
+ * each), take it whatever their pixels and reduction: their weights are few to repack, and the
+ * 12-row panels run them as a 12-row and a 4-row tile, the gather copying B tap by tap (one
+ * thread: regnet_x_400mf's 16-channel groups, 3x3 stride 2 on 7x7, 25 groups 0.216 -> 0.097
+ * ms; on 14x14 the same as the phase path; resnext50's 8-channel ones, K = 72, 28x28, 32 groups
+ * 0.89 -> 0.81 ms). */
 #define KANN_CONV_LANES_MIN_PIXELS 256
+#define KANN_CONV_LANES_NARROW 16
 
 static inline int kann_conv2d_packed_lanes(const kann_conv2d_packed_args *a, size_t p_begin,
                                            size_t p_end) {
     uint64_t taps = (uint64_t)a->k_h * a->k_w;
+    int narrow = a->c_out <= KANN_CONV_LANES_NARROW;
     return !(a->stride_h == 1 && a->stride_w == 1) && a->stride_h != 0 && a->stride_w != 0 &&
-           taps >= 2 && taps <= KANN_CONV_MAX_TAPS && a->c_in * taps >= KANN_CONV_PHASE_MIN_K &&
-           a->w_out != 0 && p_begin < p_end && p_end - p_begin >= KANN_CONV_LANES_MIN_PIXELS;
+           taps >= 2 && taps <= KANN_CONV_MAX_TAPS &&
+           (a->c_in * taps >= KANN_CONV_PHASE_MIN_K || narrow) && a->w_out != 0 &&
+           p_begin < p_end && (p_end - p_begin >= KANN_CONV_LANES_MIN_PIXELS || narrow);
 }
 
 /* The phase path's loop nest: the planes of every channel into buf (kann_phase_fill, rows by

@@ -76,7 +76,8 @@ static int lanes_plan_of(const kann_conv2d_packed_args *a, const kann_exec *ex, 
     pl->band_rows = (pl->band_out - 1) * a->stride_h + reach;
     pl->plane = pl->band_rows * pl->w_p;
     pl->passes = (pl->m_end - pl->m_begin + LANES_PASS - 1) / LANES_PASS;
-    pl->ld = pl->passes * LANES_PASS;
+    /* the tile's channels in whole vectors: pass i at i * LANES_PASS, the last one narrower */
+    pl->ld = (pl->m_end - pl->m_begin + 15) / 16 * 16;
     uint64_t n_px = pl->p_end - pl->p_begin, g = KANN_CONV_PIXEL_GRANULE;
     uint64_t need = (n_px + (uint64_t)pl->cb * taps) * pl->ld + (uint64_t)pl->cb * pl->plane + 16;
     uint64_t avail = ((pl->p_end + g - 1) / g * g - pl->p_begin) * pl->K;
@@ -97,7 +98,7 @@ static inline size_t lanes_pass(const lanes_plan *pl, size_t i, size_t *m0) {
 }
 
 /* acc[j][v] (pixel j, channels 16v..16v+15 of the pass) += over the block's steps k of
- * wt[k][16v + lane] * src[off[k] + base[j]]; P pixels, V vectors. */
+ * wt[k][16v + lane] * src[off[k] + base[j]] (wt 16 V floats a step); P pixels, V vectors. */
 static inline __attribute__((always_inline)) void lanes_sums(const float *wt, const float *src,
                                                              const ptrdiff_t *off, size_t kb,
                                                              const ptrdiff_t *base, int P, int V,
@@ -107,7 +108,7 @@ static inline __attribute__((always_inline)) void lanes_sums(const float *wt, co
 #pragma GCC unroll 16
     for (int j = 0; j < P; j++)
         px[j] = src + base[j];
-    for (size_t k = 0; k < kb; k++, wt += LANES_PASS) {
+    for (size_t k = 0; k < kb; k++, wt += 16 * V) {
         __m512 w[4];
 #pragma GCC unroll 4
         for (int v = 0; v < V; v++)
@@ -211,14 +212,14 @@ static void lanes_store(const kann_conv2d_packed_args *a, const lanes_plan *pl, 
     }
 }
 
-/* The block [k0, k0 + kb) of pass [m0, m0 + nc)'s weights as wt[k][64] (lanes past nc zero)
- * from the panels [m / 12][k][m % 12]: per panel and step, its channels in the pass as one
- * masked copy. */
+/* The block [k0, k0 + kb) of pass [m0, m0 + nc)'s weights as wt[k][16 V] (V vectors, lanes
+ * past nc zero) from the panels [m / 12][k][m % 12]: per panel and step, its channels in the
+ * pass as one masked copy. */
 static void lanes_pack(const float *w, size_t K, size_t m0, size_t nc, size_t k0, size_t kb,
                        float *wt) {
     size_t V = (nc + 15) / 16;
-    for (size_t k = 0; k < kb; k++)
-        memset(wt + k * LANES_PASS, 0, sizeof(float) * 16 * V);
+    for (size_t k = 0; k < kb * V; k++) /* not memset: a rep stos per step cost more */
+        _mm512_store_ps(wt + 16 * k, _mm512_setzero_ps());
     for (size_t i = m0 / KANN_CONV_PANEL; i * KANN_CONV_PANEL < m0 + nc; i++) {
         size_t lo = i * KANN_CONV_PANEL < m0 ? m0 - i * KANN_CONV_PANEL : 0;
         size_t hi =
@@ -227,7 +228,7 @@ static void lanes_pack(const float *w, size_t K, size_t m0, size_t nc, size_t k0
         const float *p = w + (i * K + k0) * KANN_CONV_PANEL + lo;
         float *d = wt + i * KANN_CONV_PANEL + lo - m0;
         for (size_t k = 0; k < kb; k++)
-            _mm512_mask_storeu_ps(d + k * LANES_PASS, m,
+            _mm512_mask_storeu_ps(d + k * 16 * V, m,
                                   _mm512_maskz_loadu_ps(m, p + k * KANN_CONV_PANEL));
     }
 }

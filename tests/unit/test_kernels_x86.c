@@ -472,6 +472,25 @@ static void test_conv2d_packed_lanes_random(void **state) {
     assert_true(lanes > 50); /* most cases took the lanes path */
 }
 
+/* The lanes path for narrow convs (at most 16 output channels, one vector: a grouped conv's
+ * group), whatever their pixel count and reduction length: strides 2 and 3, 1 to 12 input
+ * channels, outputs from a single pixel to a few rows, tiles inside rows. */
+static void test_conv2d_packed_lanes_narrow(void **state) {
+    (void)state;
+    rng_state = 4343;
+    int lanes = 0;
+    for (int i = 0; i < 80; i++) {
+        conv_case cc = strided_conv_case(1, 16);
+        cc.c_in = rng_range(1, 12);
+        cc.h_in = rng_range(cc.dil * (cc.k_h - 1) + 1, 30);
+        cc.w_in = rng_range(cc.dil * (cc.k_w - 1) + 1, 30);
+        run_conv_case(&cc);
+        kann_conv2d_packed_args a = conv_case_shape(&cc);
+        lanes += strncmp(path_name(&a), "lanes", 5) == 0;
+    }
+    assert_true(lanes > 60);
+}
+
 /* The AVX-512 direct path: 1 to 4 input channels, windows up to 7x7 (and a few over its
  * reduction limit), strides 1 to 3, dilation, padding up to 3 (or pad2d before a stride-1 conv),
  * rows of 1 to 70 columns (ragged blocks of 16 pixels), 1 to 80 output channels (passes of 64,
@@ -1169,6 +1188,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_packed_wide_random),
         cmocka_unit_test(test_conv2d_packed_phase_random),
         cmocka_unit_test(test_conv2d_packed_lanes_random),
+        cmocka_unit_test(test_conv2d_packed_lanes_narrow),
         cmocka_unit_test(test_conv2d_packed_direct_random),
         cmocka_unit_test(test_conv2d_packed_model_shapes),
         cmocka_unit_test(test_conv2d_packed_validate),
