@@ -5,25 +5,22 @@
 #include "kann_kernels.h"
 #include "kann_msg.h"
 #include "ref/checked.h"
+#include "ref/pad2d.h"
 
 void kann_f32_pad2d_ref(const void *args, const kann_exec *ex) {
     const kann_pad2d_args *a = args;
     if (a->tile.begin >= a->tile.end) return;
     const float *x = kann_cref(ex, a->x);
     float *y = kann_mref(ex, a->y);
-    size_t w_out = a->w_out, w_in = a->w_in, pad_left = a->pad_left;
-    /* columns [lo, hi) of every row inside x come from x, the others are zero */
-    size_t lo = pad_left < w_out ? pad_left : w_out;
-    size_t hi = pad_left + w_in < w_out ? pad_left + w_in : w_out;
+    size_t w_out = a->w_out, lo, hi;
+    kann_pad2d_columns(a, &lo, &hi);
     for (size_t r = a->tile.begin; r < a->tile.end; r++) {
-        size_t c = r / a->h_out;
-        int64_t i = (int64_t)(r - c * a->h_out) - a->pad_top;
+        const float *xr = kann_pad2d_source(a, x, r, lo, hi);
         float *yr = y + r * w_out;
-        if (i < 0 || i >= (int64_t)a->h_in || hi == lo) {
+        if (!xr) {
             memset(yr, 0, w_out * sizeof(float));
             continue;
         }
-        const float *xr = x + (c * a->h_in + (size_t)i) * w_in;
         memset(yr, 0, lo * sizeof(float));
         memcpy(yr + lo, xr, (hi - lo) * sizeof(float));
         memset(yr + hi, 0, (w_out - hi) * sizeof(float));

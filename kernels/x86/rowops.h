@@ -14,6 +14,7 @@
 
 #include "kann_x86.h"
 #include "ref/act.h"
+#include "ref/pad2d.h"
 #include "vec_math.h"
 #include "simd_act.h"
 
@@ -186,20 +187,17 @@ void ROWOPS_PAD2D(const void *args, const kann_exec *ex) {
     if (a->tile.begin >= a->tile.end) return;
     const float *x = kann_cref(ex, a->x);
     float *y = kann_mref(ex, a->y);
-    size_t w_out = a->w_out, w_in = a->w_in, pad_left = a->pad_left;
-    /* columns [lo, hi) of every row inside x come from x, the others are zero */
-    size_t lo = pad_left < w_out ? pad_left : w_out;
-    size_t hi = pad_left + w_in < w_out ? pad_left + w_in : w_out;
+    size_t w_out = a->w_out, lo, hi;
+    kann_pad2d_columns(a, &lo, &hi);
     for (size_t r = a->tile.begin; r < a->tile.end; r++) {
-        size_t c = r / a->h_out;
-        int64_t i = (int64_t)(r - c * a->h_out) - a->pad_top;
+        const float *xr = kann_pad2d_source(a, x, r, lo, hi);
         float *yr = y + r * w_out;
-        if (i < 0 || i >= (int64_t)a->h_in || hi == lo) {
+        if (!xr) {
             row_zero(yr, w_out);
             continue;
         }
         row_zero(yr, lo);
-        row_copy(yr + lo, x + (c * a->h_in + (size_t)i) * w_in, hi - lo);
+        row_copy(yr + lo, xr, hi - lo);
         row_zero(yr + hi, w_out - hi);
     }
 }
