@@ -1,9 +1,10 @@
-/* conv2d_packed's lanes path on AVX-512, for strided k x k convs: output channels in the lanes,
- * input values broadcast. The 12 x 32 tile of the phase path loads its two B vectors at any
- * offset of a phase plane (split across cache lines) and broadcasts 12 weights per reduction
- * step; here a step loads up to 4 vectors of 16 output channels' weights (aligned, from a block
- * repacked for the pass) and broadcasts one input value per pixel of a group of up to 6, 24
- * accumulators either way but 10 loads instead of 14 and no split line.
+/* conv2d_packed's lanes path on AVX-512, for strided k x k convs and narrow ones (a grouped
+ * conv's groups): output channels in the lanes, input values broadcast. The 12 x 32 tile of the
+ * phase path loads its two B vectors at any offset of a phase plane (split across cache lines)
+ * and broadcasts 12 weights per reduction step; here a step loads up to 4 vectors of 16 output
+ * channels' weights (aligned, from a block repacked for the pass) and broadcasts one input value
+ * per pixel of a group of 6 (4 vectors: 24 accumulators either way, but 10 loads instead of 14
+ * and no split line) or 8 pixels.
  *
  * Loop nest: blocks of input channels (about LANES_BLOCK_K reduction steps; a pass's weights of
  * the block stay in the L1 cache), their weights repacked for every pass of up to 64 output
@@ -35,7 +36,7 @@
 /* Floats of a band buffer (16 KiB): the rows of a block's input channels that a band of output
  * rows reads. */
 #define LANES_BAND_FLOATS 4096
-/* Pixels of a group, at most (lanes_px). */
+/* The most pixels of a group (lanes_px). */
 #define LANES_MAX_PX 8
 
 /* The geometry of the lanes path for one tile. */
