@@ -571,10 +571,11 @@ static inline __attribute__((always_inline)) void d3_block_s2(const kann_dwconv2
     }
 }
 
-/* The tile's channels and rows; CLAMP: the activation is a clamp (a constant per copy, so the
- * store has no switch). */
-static inline __attribute__((always_inline)) void
-d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int S, int CLAMP) {
+/* The tile's channels and rows; CLAMP: the activation is a clamp, SILU: it is SiLU (constants
+ * per copy, so their stores have no switch; others go through dw_store). */
+static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_args *a,
+                                                          const kann_exec *ex, kann_dw_range rg,
+                                                          int S, int CLAMP, int SILU) {
     const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
@@ -618,11 +619,12 @@ d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int 
                     for (size_t r = 0; r < D3_ROWS; r++) {
                         if (r >= rows) break;
                         __m512 v = acc[r];
-                        if (CLAMP) {
+                        if (CLAMP || SILU) {
                             if (rr)
                                 v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(out, rr + r * a->w_out));
-                            _mm512_mask_storeu_ps(yr + r * a->w_out, out,
-                                                  _mm512_min_ps(o.hi, _mm512_max_ps(o.lo, v)));
+                            v = CLAMP ? _mm512_min_ps(o.hi, _mm512_max_ps(o.lo, v))
+                                      : vf_mul(v, vf_sigmoid(v));
+                            _mm512_mask_storeu_ps(yr + r * a->w_out, out, v);
                         } else {
                             dw_store(v, out, yr + r * a->w_out, rr ? rr + r * a->w_out : NULL, &o);
                         }
@@ -636,11 +638,15 @@ d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int 
 static __attribute__((noinline)) void d3_drive(const kann_dwconv2d_args *a, const kann_exec *ex,
                                                kann_dw_range rg) {
     if (rg.c_begin >= rg.c_end || rg.oh_begin >= rg.oh_end) return;
-    int clamp = kann_act_is_clamp(&a->act);
+    int clamp = kann_act_is_clamp(&a->act), silu = a->act.kind == KANN_ACT_SILU;
     if (a->stride_h == 1)
-        clamp ? d3_rows(a, ex, rg, 1, 1) : d3_rows(a, ex, rg, 1, 0);
+        clamp  ? d3_rows(a, ex, rg, 1, 1, 0)
+        : silu ? d3_rows(a, ex, rg, 1, 0, 1)
+               : d3_rows(a, ex, rg, 1, 0, 0);
     else
-        clamp ? d3_rows(a, ex, rg, 2, 1) : d3_rows(a, ex, rg, 2, 0);
+        clamp  ? d3_rows(a, ex, rg, 2, 1, 0)
+        : silu ? d3_rows(a, ex, rg, 2, 0, 1)
+               : d3_rows(a, ex, rg, 2, 0, 0);
 }
 
 /* Channels in the lanes for groups of at least CL_MIN_CHANNELS (fewer leave lanes idle: the
