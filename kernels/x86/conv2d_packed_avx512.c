@@ -137,9 +137,8 @@ static __attribute__((noinline)) void epilogue(const kann_conv_tile *t,
 /* The last block's store of a full tile (`rows` channels, nvec whole vectors) whose activation
  * is a clamp, or SiLU (SILU): bias, residual and activation on each accumulator in place, one
  * vector at a time. */
-static inline __attribute__((always_inline)) void store_direct(const kann_conv_tile *t,
-                                                               __m512 c[KANN_CONV_PANEL][2],
-                                                               int rows, int nvec, int SILU) {
+static inline __attribute__((always_inline)) void
+store_direct(const kann_conv_tile *t, __m512 c[KANN_CONV_PANEL][2], int rows, int nvec, int SILU) {
     const kann_act *act = t->act;
     __m512 lo = _mm512_set1_ps(kann_act_clamp_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
 #pragma GCC unroll 12
