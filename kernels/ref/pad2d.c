@@ -7,24 +7,16 @@
 #include "ref/checked.h"
 #include "ref/pad2d.h"
 
+static void zero_row(float *d, size_t n) {
+    memset(d, 0, n * sizeof(float));
+}
+
+static void copy_row(float *d, const float *s, size_t n) {
+    memcpy(d, s, n * sizeof(float));
+}
+
 void kann_f32_pad2d_ref(const void *args, const kann_exec *ex) {
-    const kann_pad2d_args *a = args;
-    if (a->tile.begin >= a->tile.end) return;
-    const float *x = kann_cref(ex, a->x);
-    float *y = kann_mref(ex, a->y);
-    size_t w_out = a->w_out, lo, hi;
-    kann_pad2d_columns(a, &lo, &hi);
-    for (size_t r = a->tile.begin; r < a->tile.end; r++) {
-        const float *xr = kann_pad2d_source(a, x, r, lo, hi);
-        float *yr = y + r * w_out;
-        if (!xr) {
-            memset(yr, 0, w_out * sizeof(float));
-            continue;
-        }
-        memset(yr, 0, lo * sizeof(float));
-        memcpy(yr + lo, xr, (hi - lo) * sizeof(float));
-        memset(yr + hi, 0, (w_out - hi) * sizeof(float));
-    }
+    kann_pad2d_rows(args, ex, zero_row, copy_row);
 }
 
 kann_status kann_pad2d_validate(const void *args, const kann_bounds *b, kann_error *err) {

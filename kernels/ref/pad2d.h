@@ -1,5 +1,6 @@
-/* The row plan of pad2d, shared by the reference kernel and the SIMD variants: which columns of
- * a row of y come from x, and which row of x (if any) they come from. */
+/* The row loop of pad2d, shared by the reference kernel and the SIMD variants, each with its own
+ * row fill and row copy: the columns of a row of y that come from x, and the row of x (if any)
+ * they come from. */
 #ifndef KANN_REF_PAD2D_H
 #define KANN_REF_PAD2D_H
 
@@ -8,21 +9,32 @@
 
 #include "kann_kernels.h"
 
-/* Columns [*lo, *hi) of every row of y copy a row of x; the others are zero. */
-static inline void kann_pad2d_columns(const kann_pad2d_args *a, size_t *lo, size_t *hi) {
-    size_t w_out = a->w_out, pad_left = a->pad_left, w_in = a->w_in;
-    *lo = pad_left < w_out ? pad_left : w_out;
-    *hi = pad_left + w_in < w_out ? pad_left + w_in : w_out;
-}
+typedef void (*kann_pad2d_zero_fn)(float *d, size_t n);
+typedef void (*kann_pad2d_copy_fn)(float *d, const float *s, size_t n);
 
-/* The row of x that row r of y (c * h_out of them) copies into its columns [lo, hi); NULL
- * where the row is all zero (above or below x, or no column inside it). */
-static inline const float *kann_pad2d_source(const kann_pad2d_args *a, const float *x, size_t r,
-                                             size_t lo, size_t hi) {
-    size_t c = r / a->h_out;
-    int64_t i = (int64_t)(r - c * a->h_out) - a->pad_top;
-    if (i < 0 || i >= (int64_t)a->h_in || hi == lo) return NULL;
-    return x + (c * a->h_in + (size_t)i) * a->w_in;
+/* Rows [tile.begin, tile.end) of y: columns [lo, hi) copy a row of x, the others are zero, and
+ * rows above or below x (or with no column inside it) are all zero. */
+static inline __attribute__((always_inline)) void
+kann_pad2d_rows(const kann_pad2d_args *a, const kann_exec *ex, kann_pad2d_zero_fn zero,
+                kann_pad2d_copy_fn copy) {
+    if (a->tile.begin >= a->tile.end) return;
+    const float *x = kann_cref(ex, a->x);
+    float *y = kann_mref(ex, a->y);
+    size_t w_out = a->w_out, w_in = a->w_in, pad_left = a->pad_left;
+    size_t lo = pad_left < w_out ? pad_left : w_out;
+    size_t hi = pad_left + w_in < w_out ? pad_left + w_in : w_out;
+    for (size_t r = a->tile.begin; r < a->tile.end; r++) {
+        size_t c = r / a->h_out;
+        int64_t i = (int64_t)(r - c * a->h_out) - a->pad_top;
+        float *yr = y + r * w_out;
+        if (i < 0 || i >= (int64_t)a->h_in || hi == lo) {
+            zero(yr, w_out);
+            continue;
+        }
+        zero(yr, lo);
+        copy(yr + lo, x + (c * a->h_in + (size_t)i) * w_in, hi - lo);
+        zero(yr + hi, w_out - hi);
+    }
 }
 
 #endif

@@ -162,13 +162,11 @@ void ROWOPS_SOFTMAX(const void *args, const kann_exec *ex) {
         softmax_row(x + o * a->axis_len, y + o * a->axis_len, a->axis_len, a->log != 0);
 }
 
-/* d[0, n) = 0. */
+/* d[0, n) = 0, by masked stores only (a loop of plain ones becomes a memset call). */
 static inline void row_zero(float *d, size_t n) {
     vf z = vf_set1(0.0f);
-    size_t j = 0;
-    for (; j + KANN_VL <= n; j += KANN_VL)
-        vf_store(d + j, z);
-    if (j < n) vf_store_n(d + j, z, n - j);
+    for (size_t j = 0; j < n; j += KANN_VL)
+        vf_store_n(d + j, z, n - j < KANN_VL ? n - j : KANN_VL);
 }
 
 /* d[0, n) = s[0, n). */
@@ -183,21 +181,5 @@ static inline void row_copy(float *d, const float *s, size_t n) {
  * a conv's padded input are short (9 floats for a 7x7 map), so the calls cost more than the
  * copy. */
 void ROWOPS_PAD2D(const void *args, const kann_exec *ex) {
-    const kann_pad2d_args *a = args;
-    if (a->tile.begin >= a->tile.end) return;
-    const float *x = kann_cref(ex, a->x);
-    float *y = kann_mref(ex, a->y);
-    size_t w_out = a->w_out, lo, hi;
-    kann_pad2d_columns(a, &lo, &hi);
-    for (size_t r = a->tile.begin; r < a->tile.end; r++) {
-        const float *xr = kann_pad2d_source(a, x, r, lo, hi);
-        float *yr = y + r * w_out;
-        if (!xr) {
-            row_zero(yr, w_out);
-            continue;
-        }
-        row_zero(yr, lo);
-        row_copy(yr + lo, xr, hi - lo);
-        row_zero(yr + hi, w_out - hi);
-    }
+    kann_pad2d_rows(args, ex, row_zero, row_copy);
 }
