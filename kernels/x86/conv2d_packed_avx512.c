@@ -100,8 +100,8 @@ static inline __attribute__((always_inline)) void epilogue_rows(const kann_conv_
             v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, res + 16));
         }
         if (SILU) {
-            v0 = vf_mul(v0, vf_sigmoid(v0));
-            v1 = vf_mul(v1, vf_sigmoid(v1));
+            v0 = vf_silu(v0);
+            v1 = vf_silu(v1);
         } else if (vec_act) {
             v0 = vf_act(v0, act, lo, hi);
             v1 = vf_act(v1, act, lo, hi);
@@ -149,7 +149,7 @@ store_direct(const kann_conv_tile *t, __m512 c[KANN_CONV_PANEL][2], int rows, in
         for (int v = 0; v < nvec; v++) {
             __m512 x = _mm512_add_ps(c[r][v], bv);
             if (t->res) x = _mm512_add_ps(x, _mm512_loadu_ps(t->res + r * t->ldy + 16 * v));
-            x = SILU ? vf_mul(x, vf_sigmoid(x)) : _mm512_min_ps(hi, _mm512_max_ps(lo, x));
+            x = SILU ? vf_silu(x) : _mm512_min_ps(hi, _mm512_max_ps(lo, x));
             _mm512_storeu_ps(y + 16 * v, x);
         }
     }

@@ -622,8 +622,7 @@ static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_ar
                         if (CLAMP || SILU) {
                             if (rr)
                                 v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(out, rr + r * a->w_out));
-                            v = CLAMP ? _mm512_min_ps(o.hi, _mm512_max_ps(o.lo, v))
-                                      : vf_mul(v, vf_sigmoid(v));
+                            v = CLAMP ? _mm512_min_ps(o.hi, _mm512_max_ps(o.lo, v)) : vf_silu(v);
                             _mm512_mask_storeu_ps(yr + r * a->w_out, out, v);
                         } else {
                             dw_store(v, out, yr + r * a->w_out, rr ? rr + r * a->w_out : NULL, &o);

@@ -61,6 +61,12 @@ static inline vf vf_sigmoid(vf x) {
     return vf_zero_below(vf_rcp(vf_add(vf_set1(1.0f), e)), x, vf_set1(-88.0f));
 }
 
+/* SiLU x * sigmoid(x): -inf gives NaN, as in libm. Called directly (no vf_act switch) by the
+ * stores that specialize on it. */
+static inline vf vf_silu(vf x) {
+    return vf_mul(x, vf_sigmoid(x));
+}
+
 /* The activation of kind act->kind on v (a kind kann_act_vectorizes accepts; others pass v
  * through). lo and hi: vf_set1(kann_act_lo(act)) and vf_set1(kann_act_hi(act)). */
 static inline vf vf_act(vf v, const kann_act *act, vf lo, vf hi) {
@@ -79,8 +85,8 @@ static inline vf vf_act(vf v, const kann_act *act, vf lo, vf hi) {
                       vf_min(one, vf_max(zero, vf_fmadd(v, vf_set1(1.0f / 6.0f), vf_set1(0.5f)))));
     case KANN_ACT_SIGMOID:
         return vf_sigmoid(v);
-    case KANN_ACT_SILU: /* x * sigmoid(x): -inf gives NaN, as in libm */
-        return vf_mul(v, vf_sigmoid(v));
+    case KANN_ACT_SILU:
+        return vf_silu(v);
     case KANN_ACT_ELU: /* x >= 0: x + alpha (e^0 - 1); x < 0: 0 + alpha (e^x - 1) */
         return vf_fmadd(vf_set1(act->alpha), vf_sub(vf_exp(vf_min(zero, v)), one), vf_max(zero, v));
     case KANN_ACT_GELU:
