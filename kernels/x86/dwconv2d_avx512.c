@@ -485,7 +485,8 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
  * columns takes each input row as three loads shifted by a column (lanes whose tap falls into
  * the padding masked off, reading zero), and D3_ROWS output rows go together so that each input
  * row loaded feeds the three output rows that read it: (D3_ROWS + 2) * 3 loads for 9 * D3_ROWS
- * FMAs, no copy of the input and no transposes. Rows past the tile are computed and dropped. */
+ * FMAs, no copy of the input and no transposes. A tile's last block may be of 4 or 2 rows, and
+ * rows past the tile are computed and dropped (at most one). */
 
 #define D3_ROWS 6
 
@@ -499,19 +500,19 @@ static int d3_fits(const kann_dwconv2d_args *a) {
            a->w_out >= D3_MIN_WIDTH;
 }
 
-/* Output rows [oh, oh + D3_ROWS) at columns [c0, c0 + 16) of the plane xc: bias plus the 9
- * taps (m0, m1, m2: the lanes whose tap kw = 0, 1, 2 reads an input column; a row outside the
- * input loads as zero, so every block runs the same straight line of FMAs). */
+/* Output rows [oh, oh + R) at columns [c0, c0 + 16) of the plane xc, R <= D3_ROWS: bias plus
+ * the 9 taps (m0, m1, m2: the lanes whose tap kw = 0, 1, 2 reads an input column; a row outside
+ * the input loads as zero, so every block runs the same straight line of FMAs). */
 static inline __attribute__((always_inline)) void
 d3_block(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, __m512 bias, size_t oh,
-         ptrdiff_t c0, __mmask16 m0, __mmask16 m1, __mmask16 m2, __m512 *acc) {
+         ptrdiff_t c0, __mmask16 m0, __mmask16 m1, __mmask16 m2, __m512 *acc, int R) {
 #pragma GCC unroll 8
-    for (int r = 0; r < D3_ROWS; r++)
+    for (int r = 0; r < R; r++)
         acc[r] = bias;
     ptrdiff_t ih0 = (ptrdiff_t)oh - (ptrdiff_t)a->pad_top, h_in = (ptrdiff_t)a->h_in;
     const float *col = xc + c0 - (ptrdiff_t)a->pad_left;
 #pragma GCC unroll 8
-    for (int j = 0; j < D3_ROWS + 2; j++) {
+    for (int j = 0; j < R + 2; j++) {
         ptrdiff_t ih = ih0 + j;
         __mmask16 in = ih >= 0 && ih < h_in ? 0xffff : 0;
         const float *row = col + (in ? ih : 0) * (ptrdiff_t)a->w_in;
@@ -521,7 +522,7 @@ d3_block(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, __m512 
 #pragma GCC unroll 3
         for (int kh = 0; kh < 3; kh++) {
             int r = j - kh;
-            if (r < 0 || r >= D3_ROWS) continue;
+            if (r < 0 || r >= R) continue;
             acc[r] = _mm512_fmadd_ps(wv[3 * kh], x0, acc[r]);
             acc[r] = _mm512_fmadd_ps(wv[3 * kh + 1], x1, acc[r]);
             acc[r] = _mm512_fmadd_ps(wv[3 * kh + 2], x2, acc[r]);
@@ -537,18 +538,19 @@ d3_block(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, __m512 
 static inline __attribute__((always_inline)) void d3_block_s2(const kann_dwconv2d_args *a,
                                                               const float *xc, const __m512 *wv,
                                                               __m512 bias, size_t oh, ptrdiff_t ic0,
-                                                              const __mmask16 *m, __m512 *acc) {
+                                                              const __mmask16 *m, __m512 *acc,
+                                                              int R) {
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd =
         _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 #pragma GCC unroll 8
-    for (int r = 0; r < D3_ROWS; r++)
+    for (int r = 0; r < R; r++)
         acc[r] = bias;
     ptrdiff_t ih0 = 2 * (ptrdiff_t)oh - (ptrdiff_t)a->pad_top, h_in = (ptrdiff_t)a->h_in;
     const float *col = xc + ic0;
 #pragma GCC unroll 16
-    for (int j = 0; j < 2 * D3_ROWS + 1; j++) {
+    for (int j = 0; j < 2 * R + 1; j++) {
         ptrdiff_t ih = ih0 + j;
         __mmask16 in = ih >= 0 && ih < h_in ? 0xffff : 0;
         const float *row = col + (in ? ih : 0) * (ptrdiff_t)a->w_in;
@@ -562,7 +564,7 @@ static inline __attribute__((always_inline)) void d3_block_s2(const kann_dwconv2
 #pragma GCC unroll 3
         for (int kh = 0; kh < 3; kh++) {
             int r2 = j - kh;
-            if (r2 < 0 || r2 % 2 || r2 / 2 >= D3_ROWS) continue;
+            if (r2 < 0 || r2 % 2 || r2 / 2 >= R) continue;
             int r = r2 / 2;
             acc[r] = _mm512_fmadd_ps(wv[3 * kh], x0, acc[r]);
             acc[r] = _mm512_fmadd_ps(wv[3 * kh + 1], x1, acc[r]);
@@ -600,18 +602,31 @@ static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_ar
                 for (size_t c0 = 0; c0 < a->w_out; c0 += 16) {
                     __mmask16 out = kann_lanes16(0, (int64_t)(a->w_out - c0));
                     int64_t iw0 = S * (int64_t)c0 - (int64_t)a->pad_left;
-                    __m512 acc[D3_ROWS];
+                    __m512 acc[D3_ROWS] = {0};
+                    /* a block of D3_ROWS rows, or of 4 or 2 for a tile's last rows (28 rows:
+                     * 4 blocks of 6 and one of 4, not a fifth of 6 with 2 rows dropped) */
                     if (S == 1) {
                         __mmask16 m0 = out & kann_lanes16(-iw0, w_in - iw0);
                         __mmask16 m1 = out & kann_lanes16(-iw0 - 1, w_in - iw0 - 1);
                         __mmask16 m2 = out & kann_lanes16(-iw0 - 2, w_in - iw0 - 2);
-                        d3_block(a, xc, wv, bv, oh, (ptrdiff_t)c0, m0, m1, m2, acc);
+                        ptrdiff_t col = (ptrdiff_t)c0;
+                        if (rows > 4)
+                            d3_block(a, xc, wv, bv, oh, col, m0, m1, m2, acc, D3_ROWS);
+                        else if (rows > 2)
+                            d3_block(a, xc, wv, bv, oh, col, m0, m1, m2, acc, 4);
+                        else
+                            d3_block(a, xc, wv, bv, oh, col, m0, m1, m2, acc, 2);
                     } else {
                         __mmask16 m[4] = {kann_lanes16(-iw0, w_in - iw0),
                                           kann_lanes16(-iw0 - 16, w_in - iw0 - 16),
                                           kann_lanes16(-iw0 - 2, w_in - iw0 - 2),
                                           kann_lanes16(-iw0 - 18, w_in - iw0 - 18)};
-                        d3_block_s2(a, xc, wv, bv, oh, (ptrdiff_t)iw0, m, acc);
+                        if (rows > 4)
+                            d3_block_s2(a, xc, wv, bv, oh, (ptrdiff_t)iw0, m, acc, D3_ROWS);
+                        else if (rows > 2)
+                            d3_block_s2(a, xc, wv, bv, oh, (ptrdiff_t)iw0, m, acc, 4);
+                        else
+                            d3_block_s2(a, xc, wv, bv, oh, (ptrdiff_t)iw0, m, acc, 2);
                     }
                     float *yr = y + plane + oh * a->w_out + c0;
                     const float *rr = res ? res + plane + oh * a->w_out + c0 : NULL;
