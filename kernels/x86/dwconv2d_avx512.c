@@ -535,11 +535,9 @@ d3_block(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, __m512 
  * their even columns (taps 0 and 2) and odd ones (tap 1) picked by permutes; input row
  * 2 oh - pad_top + j feeds output rows (j - kh) / 2. m[0..3]: the lanes of the four loads
  * that read an input column. */
-static inline __attribute__((always_inline)) void d3_block_s2(const kann_dwconv2d_args *a,
-                                                              const float *xc, const __m512 *wv,
-                                                              __m512 bias, size_t oh, ptrdiff_t ic0,
-                                                              const __mmask16 *m, __m512 *acc,
-                                                              int R) {
+static inline __attribute__((always_inline)) void
+d3_block_s2(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, __m512 bias, size_t oh,
+            ptrdiff_t ic0, const __mmask16 *m, __m512 *acc, int R) {
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd =
