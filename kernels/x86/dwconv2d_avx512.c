@@ -571,6 +571,25 @@ d3_block_s2(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, __m5
     }
 }
 
+/* R output rows from oh at columns [c0, c0 + 16) (out: the columns inside the map) by the
+ * block of stride S: the lanes each of its loads reads inside the input row. */
+static inline __attribute__((always_inline)) void
+d3_block_at(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, __m512 bias, size_t oh,
+            size_t c0, __mmask16 out, int S, int R, __m512 *acc) {
+    int64_t w_in = (int64_t)a->w_in, iw0 = S * (int64_t)c0 - (int64_t)a->pad_left;
+    if (S == 1) {
+        __mmask16 m0 = out & kann_lanes16(-iw0, w_in - iw0);
+        __mmask16 m1 = out & kann_lanes16(-iw0 - 1, w_in - iw0 - 1);
+        __mmask16 m2 = out & kann_lanes16(-iw0 - 2, w_in - iw0 - 2);
+        d3_block(a, xc, wv, bias, oh, (ptrdiff_t)c0, m0, m1, m2, acc, R);
+    } else {
+        __mmask16 m[4] = {kann_lanes16(-iw0, w_in - iw0), kann_lanes16(-iw0 - 16, w_in - iw0 - 16),
+                          kann_lanes16(-iw0 - 2, w_in - iw0 - 2),
+                          kann_lanes16(-iw0 - 18, w_in - iw0 - 18)};
+        d3_block_s2(a, xc, wv, bias, oh, (ptrdiff_t)iw0, m, acc, R);
+    }
+}
+
 /* The tile's channels and rows; CLAMP: the activation is a clamp, SILU: it is SiLU (constants
  * per copy, so their stores have no switch; others go through dw_store). */
 static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_args *a,
@@ -586,7 +605,6 @@ static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_ar
     o.vec_act = kann_act_vectorizes(o.act);
     o.lo = vf_set1(CLAMP ? kann_act_clamp_lo(o.act) : kann_act_lo(o.act));
     o.hi = vf_set1(kann_act_hi(o.act));
-    int64_t w_in = (int64_t)a->w_in;
     for (size_t n = 0; n < a->n; n++) {
         for (size_t c = rg.c_begin; c < rg.c_end; c++) {
             const float *xc = x + (n * a->c_in + c) * x_plane;
@@ -599,33 +617,16 @@ static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_ar
                 size_t rows = rg.oh_end - oh < D3_ROWS ? rg.oh_end - oh : D3_ROWS;
                 for (size_t c0 = 0; c0 < a->w_out; c0 += 16) {
                     __mmask16 out = kann_lanes16(0, (int64_t)(a->w_out - c0));
-                    int64_t iw0 = S * (int64_t)c0 - (int64_t)a->pad_left;
+                    /* rows past the block's R are never stored: zero only to say so */
                     __m512 acc[D3_ROWS] = {0};
                     /* a block of D3_ROWS rows, or of 4 or 2 for a tile's last rows (28 rows:
                      * 4 blocks of 6 and one of 4, not a fifth of 6 with 2 rows dropped) */
-                    if (S == 1) {
-                        __mmask16 m0 = out & kann_lanes16(-iw0, w_in - iw0);
-                        __mmask16 m1 = out & kann_lanes16(-iw0 - 1, w_in - iw0 - 1);
-                        __mmask16 m2 = out & kann_lanes16(-iw0 - 2, w_in - iw0 - 2);
-                        ptrdiff_t col = (ptrdiff_t)c0;
-                        if (rows > 4)
-                            d3_block(a, xc, wv, bv, oh, col, m0, m1, m2, acc, D3_ROWS);
-                        else if (rows > 2)
-                            d3_block(a, xc, wv, bv, oh, col, m0, m1, m2, acc, 4);
-                        else
-                            d3_block(a, xc, wv, bv, oh, col, m0, m1, m2, acc, 2);
-                    } else {
-                        __mmask16 m[4] = {kann_lanes16(-iw0, w_in - iw0),
-                                          kann_lanes16(-iw0 - 16, w_in - iw0 - 16),
-                                          kann_lanes16(-iw0 - 2, w_in - iw0 - 2),
-                                          kann_lanes16(-iw0 - 18, w_in - iw0 - 18)};
-                        if (rows > 4)
-                            d3_block_s2(a, xc, wv, bv, oh, (ptrdiff_t)iw0, m, acc, D3_ROWS);
-                        else if (rows > 2)
-                            d3_block_s2(a, xc, wv, bv, oh, (ptrdiff_t)iw0, m, acc, 4);
-                        else
-                            d3_block_s2(a, xc, wv, bv, oh, (ptrdiff_t)iw0, m, acc, 2);
-                    }
+                    if (rows > 4)
+                        d3_block_at(a, xc, wv, bv, oh, c0, out, S, D3_ROWS, acc);
+                    else if (rows > 2)
+                        d3_block_at(a, xc, wv, bv, oh, c0, out, S, 4, acc);
+                    else
+                        d3_block_at(a, xc, wv, bv, oh, c0, out, S, 2, acc);
                     float *yr = y + plane + oh * a->w_out + c0;
                     const float *rr = res ? res + plane + oh * a->w_out + c0 : NULL;
 #pragma GCC unroll 8
