@@ -7,16 +7,18 @@
 #include "ref/checked.h"
 #include "ref/pad2d.h"
 
-static void zero_row(float *d, size_t n) {
-    memset(d, 0, n * sizeof(float));
-}
-
-static void copy_row(float *d, const float *s, size_t n) {
-    memcpy(d, s, n * sizeof(float));
+static void pad_row(float *yr, const float *xr, size_t lo, size_t hi, size_t w) {
+    if (!xr) {
+        memset(yr, 0, w * sizeof(float));
+        return;
+    }
+    memset(yr, 0, lo * sizeof(float));
+    memcpy(yr + lo, xr, (hi - lo) * sizeof(float));
+    memset(yr + hi, 0, (w - hi) * sizeof(float));
 }
 
 void kann_f32_pad2d_ref(const void *args, const kann_exec *ex) {
-    kann_pad2d_rows(args, ex, zero_row, copy_row);
+    kann_pad2d_rows(args, ex, pad_row);
 }
 
 kann_status kann_pad2d_validate(const void *args, const kann_bounds *b, kann_error *err) {

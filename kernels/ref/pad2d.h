@@ -9,31 +9,30 @@
 
 #include "kann_kernels.h"
 
-typedef void (*kann_pad2d_zero_fn)(float *d, size_t n);
-typedef void (*kann_pad2d_copy_fn)(float *d, const float *s, size_t n);
+/* One row of y, w floats: columns [lo, hi) from the row of x at xr, the others zero; all zero
+ * where xr is NULL. */
+typedef void (*kann_pad2d_row_fn)(float *yr, const float *xr, size_t lo, size_t hi, size_t w);
 
 /* Rows [tile.begin, tile.end) of y: columns [lo, hi) copy a row of x, the others are zero, and
- * rows above or below x (or with no column inside it) are all zero. */
+ * rows above or below x (or with no column inside it) are all zero. The row's channel and its
+ * row there are counted along (no division a row: a 7x7 map's rows are 9 floats). */
 static inline __attribute__((always_inline)) void
-kann_pad2d_rows(const kann_pad2d_args *a, const kann_exec *ex, kann_pad2d_zero_fn zero,
-                kann_pad2d_copy_fn copy) {
+kann_pad2d_rows(const kann_pad2d_args *a, const kann_exec *ex, kann_pad2d_row_fn row) {
     if (a->tile.begin >= a->tile.end) return;
     const float *x = kann_cref(ex, a->x);
     float *y = kann_mref(ex, a->y);
     size_t w_out = a->w_out, w_in = a->w_in, pad_left = a->pad_left;
     size_t lo = pad_left < w_out ? pad_left : w_out;
     size_t hi = pad_left + w_in < w_out ? pad_left + w_in : w_out;
+    size_t c = a->tile.begin / a->h_out, oh = a->tile.begin - c * a->h_out;
     for (size_t r = a->tile.begin; r < a->tile.end; r++) {
-        size_t c = r / a->h_out;
-        int64_t i = (int64_t)(r - c * a->h_out) - a->pad_top;
-        float *yr = y + r * w_out;
-        if (i < 0 || i >= (int64_t)a->h_in || hi == lo) {
-            zero(yr, w_out);
-            continue;
+        int64_t i = (int64_t)oh - a->pad_top;
+        int inside = i >= 0 && i < (int64_t)a->h_in && hi > lo;
+        row(y + r * w_out, inside ? x + (c * a->h_in + (size_t)i) * w_in : NULL, lo, hi, w_out);
+        if (++oh == a->h_out) {
+            oh = 0;
+            c++;
         }
-        zero(yr, lo);
-        copy(yr + lo, x + (c * a->h_in + (size_t)i) * w_in, hi - lo);
-        zero(yr + hi, w_out - hi);
     }
 }
 
