@@ -14,7 +14,12 @@
  * taken in order across rows. A group's sums go to a staging buffer in the tile's scratch
  * ([pixel][every pass's 64 channels]) between blocks; after the last block each band's pixels
  * go back to the channel planes through 16 x 16 transposes, bias, residual and activation
- * fused. */
+ * fused.
+ *
+ * The rows path (kann_conv2d_rows_avx512, at the end) is the same turn for narrow stride-1 convs
+ * on their padded input: one vector of channels, so a group holds 28 pixels, whole rows of 7 or
+ * 14 (a single pointer per row, the pixels at constant offsets from it) or 28 columns of a
+ * wider row, and the reduction is short enough for one pass without staging between blocks. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -320,5 +325,140 @@ int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *
             }
         }
     }
+    return 1;
+}
+
+/* ---- the rows path: narrow stride-1 convs on their padded input ---------------------------- */
+
+/* Pixels of a group: accumulators, beside the step's weight vector. */
+#define ROWS_PX 28
+
+/* What a group of R rows of C pixels works on. */
+typedef struct rows_group {
+    const float *wt;      /* [K][16] */
+    const ptrdiff_t *off; /* step k's offset from a pixel's window origin */
+    size_t K;
+    const float *src[4]; /* the window origin of each row's first pixel */
+} rows_group;
+
+/* acc[r * C + c] = over k of wt[k][lane] * src[r][off[k] + c]: one weight vector a step,
+ * broadcast against every pixel of the group. */
+static inline __attribute__((always_inline)) void rows_sums(const rows_group *g, int R, int C,
+                                                            __m512 acc[ROWS_PX]) {
+#pragma GCC unroll 28
+    for (int j = 0; j < R * C; j++)
+        acc[j] = _mm512_setzero_ps();
+    const float *wt = g->wt;
+    for (size_t k = 0; k < g->K; k++, wt += 16) {
+        __m512 w = _mm512_load_ps(wt);
+        ptrdiff_t o = g->off[k];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 28
+            for (int c = 0; c < C; c++)
+                acc[r * C + c] =
+                    _mm512_fmadd_ps(_mm512_set1_ps(g->src[r][o + c]), w, acc[r * C + c]);
+    }
+}
+
+/* One group's sums as [pixel][16 channels] into st. */
+#define ROWS_GROUP_FN(R, C)                                                                        \
+    static __attribute__((noinline)) void rows_group_##R##_##C(const rows_group *g, float *st) {   \
+        __m512 acc[ROWS_PX];                                                                       \
+        rows_sums(g, R, C, acc);                                                                   \
+        for (int j = 0; j < (R) * (C); j++)                                                        \
+            _mm512_store_ps(st + 16 * j, acc[j]);                                                  \
+    }
+ROWS_GROUP_FN(4, 7)
+ROWS_GROUP_FN(3, 7)
+ROWS_GROUP_FN(2, 7)
+ROWS_GROUP_FN(1, 7)
+ROWS_GROUP_FN(2, 14)
+ROWS_GROUP_FN(1, 14)
+ROWS_GROUP_FN(1, 28)
+
+typedef void (*rows_group_fn)(const rows_group *, float *);
+
+/* The group of r rows (at most 28 / C) of C columns. */
+static rows_group_fn rows_group_of(size_t C, size_t r) {
+    static const rows_group_fn of7[4] = {rows_group_1_7, rows_group_2_7, rows_group_3_7,
+                                         rows_group_4_7};
+    if (C == 7) return of7[r - 1];
+    if (C == 14) return r == 2 ? rows_group_2_14 : rows_group_1_14;
+    return rows_group_1_28;
+}
+
+/* Output pixels [q0, q1) (at most 16, consecutive in the channel planes) from the staged sums
+ * st (pixel p0 + j at st + 16 j): turned into channel rows, channels [m0, m0 + nc) of the conv,
+ * with bias, residual and activation. */
+static void rows_store(const kann_conv2d_packed_args *a, const float *st, size_t p0, size_t q0,
+                       size_t q1, size_t m0, size_t nc, const float *bias, const float *res,
+                       float *y) {
+    size_t hw = (size_t)a->h_out * a->w_out, at = q0, n = q1 - q0;
+    __mmask16 m = (__mmask16)((1u << n) - 1u);
+    const kann_act *act = &a->act;
+    int vec_act = kann_act_vectorizes(act);
+    __m512 lo = _mm512_set1_ps(kann_act_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
+    __m512 r[16];
+    for (size_t j = 0; j < 16; j++)
+        r[j] = j < n ? _mm512_load_ps(st + 16 * (q0 - p0 + j)) : _mm512_setzero_ps();
+    kann_transpose16_ps(r);
+    for (size_t l = 0; l < nc; l++) {
+        size_t ch = m0 + l;
+        __m512 t = r[l];
+        if (bias) t = _mm512_add_ps(t, _mm512_set1_ps(bias[ch]));
+        if (res) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(m, res + ch * hw + at));
+        if (vec_act) t = vf_act(t, act, lo, hi);
+        float *d = y + ch * hw + at;
+        _mm512_mask_storeu_ps(d, m, t);
+        if (!vec_act)
+            for (size_t j = 0; j < n; j++)
+                d[j] = kann_act_apply(act, d[j]);
+    }
+}
+
+/* The rows path over tile a (kann_conv2d_packed_rows): the tile's channels (one vector) and
+ * weights repacked as [k][16]; its output rows in groups of 28 / C rows of C columns (C the row
+ * width, or 28 for rows a multiple of 28 wide), fewer rows at the tile's end. A group's pixels are
+ * consecutive in the channel planes: its sums are staged on the stack and stored 16 pixels at a
+ * time across its rows, inside the tile's pixels only. */
+int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *ex) {
+    size_t m_begin, m_end, p_begin, p_end;
+    kann_conv2d_packed_range(a, &m_begin, &m_end, &p_begin, &p_end);
+    if (!kann_conv2d_packed_rows(a)) return 0;
+    if (m_begin >= m_end || p_begin >= p_end) return 1;
+    size_t taps = (size_t)a->k_h * a->k_w, K = a->c_in * taps, nc = m_end - m_begin;
+    float wt[KANN_CONV_ROWS_MAX_K * 16] __attribute__((aligned(64)));
+    float st[ROWS_PX * 16] __attribute__((aligned(64)));
+    ptrdiff_t off[KANN_CONV_ROWS_MAX_K];
+    size_t plane = (size_t)a->h_in * a->w_in;
+    for (size_t c = 0; c < a->c_in; c++)
+        for (size_t kh = 0; kh < a->k_h; kh++)
+            for (size_t kw = 0; kw < a->k_w; kw++)
+                off[(c * a->k_h + kh) * a->k_w + kw] =
+                    (ptrdiff_t)(c * plane + kh * a->dil_h * a->w_in + kw * a->dil_w);
+    lanes_pack(kann_cref(ex, a->w), K, m_begin, nc, 0, K, wt);
+    const float *x = kann_cref(ex, a->x);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    float *y = kann_mref(ex, a->y);
+    size_t w = a->w_out, C = w % 28 == 0 ? 28 : w, R = ROWS_PX / C;
+    rows_group g;
+    g.wt = wt;
+    g.off = off;
+    g.K = K;
+    size_t oh_first = p_begin / w, oh_end = (p_end - 1) / w + 1;
+    for (size_t oh0 = oh_first; oh0 < oh_end; oh0 += R)
+        for (size_t c0 = 0; c0 < w; c0 += C) {
+            size_t rows = oh_end - oh0 < R ? oh_end - oh0 : R;
+            for (size_t r = 0; r < rows; r++)
+                g.src[r] = x + (oh0 + r) * a->w_in + c0;
+            rows_group_of(C, rows)(&g, st);
+            /* the group's pixels are consecutive in the planes: the tile's part of them */
+            size_t p0 = oh0 * w + c0, n = rows * C;
+            size_t lo = p0 > p_begin ? p0 : p_begin, hi = p0 + n < p_end ? p0 + n : p_end;
+            for (size_t q = lo; q < hi; q += 16)
+                rows_store(a, st, p0, q, hi - q < 16 ? hi : q + 16, m_begin, nc, bias, res, y);
+        }
     return 1;
 }

@@ -631,7 +631,7 @@ void kann_f32_conv2d_packed_12x32_avx512(const void *args, const kann_exec *ex) 
         direct_drive(a, ex);
         return;
     }
-    if (kann_conv2d_lanes_avx512(a, ex)) return;
+    if (kann_conv2d_rows_avx512(a, ex) || kann_conv2d_lanes_avx512(a, ex)) return;
     kann_conv2d_packed_drive(args, ex, NR, kann_conv_microkernel_12x32_avx512,
                              kann_row_pair_avx512);
 }

@@ -204,6 +204,7 @@ static int pad_for_wide(kann_conv2d_packed_args *a, const kann_exec *ex, const k
 static const char *path_name(const kann_conv2d_packed_args *a) {
     kann_conv_phases ph;
     if (kann_conv2d_packed_direct(a)) return "direct (AVX-512; wide, phase or gather elsewhere)";
+    if (kann_conv2d_packed_rows(a)) return "rows (AVX-512; wide elsewhere)";
     if (kann_conv2d_packed_wide(a)) return "wide";
     if (kann_conv2d_packed_pointwise(a)) return "pointwise";
     if (kann_conv2d_packed_lanes(a, 0, (size_t)a->h_out * a->w_out))
@@ -489,6 +490,40 @@ static void test_conv2d_packed_lanes_narrow(void **state) {
         lanes += strncmp(path_name(&a), "lanes", 5) == 0;
     }
     assert_true(lanes > 60);
+}
+
+/* The AVX-512 rows path: narrow stride-1 convs (1 to 16 output channels, a grouped conv's
+ * groups) on their input padded by pad2d, rows 7, 14, 28 and 56 wide and 1 to 12 of them (the
+ * last group of rows cut short), windows up to 5x5, dilation, reductions up to the path's
+ * limit, tiles along channels (inside the vector) and along pixels inside rows. */
+static void test_conv2d_packed_rows_narrow(void **state) {
+    (void)state;
+    rng_state = 5151;
+    static const uint32_t widths[] = {7, 14, 28, 56};
+    int rows = 0;
+    for (int i = 0; i < 80; i++) {
+        conv_case cc = {0};
+        cc.k_h = rng_range(1, 5);
+        cc.k_w = rng_range(cc.k_h == 1 ? 2 : 1, 5);
+        cc.dil = rng_range(1, 4) == 1 ? 2 : 1;
+        cc.stride = 1;
+        cc.c_out = rng_range(1, 16);
+        cc.c_in = rng_range(1, KANN_CONV_ROWS_MAX_K / (cc.k_h * cc.k_w));
+        uint32_t w_out = widths[rng_range(0, 3)], h_out = rng_range(1, 12);
+        cc.pad = rng_range(0, 2);
+        if (h_out + cc.dil * (cc.k_h - 1) <= 2 * cc.pad) cc.pad = 0;
+        cc.w_in = w_out + cc.dil * (cc.k_w - 1) - 2 * cc.pad;
+        cc.h_in = h_out + cc.dil * (cc.k_h - 1) - 2 * cc.pad;
+        cc.via_pad = 1;
+        run_conv_case(&cc);
+        kann_conv2d_packed_args a = conv_case_shape(&cc);
+        a.h_in = a.h_out + cc.dil * (cc.k_h - 1);
+        a.w_in = a.w_out + cc.dil * (cc.k_w - 1);
+        a.pad_top = a.pad_left = 0;
+        rows += kann_conv2d_packed_wide(&a) && !kann_conv2d_packed_direct(&a) &&
+                kann_conv2d_packed_rows(&a);
+    }
+    assert_true(rows > 60); /* most cases took the rows path */
 }
 
 /* The AVX-512 direct path: 1 to 4 input channels, windows up to 7x7 (and a few over its
@@ -1189,6 +1224,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_packed_phase_random),
         cmocka_unit_test(test_conv2d_packed_lanes_random),
         cmocka_unit_test(test_conv2d_packed_lanes_narrow),
+        cmocka_unit_test(test_conv2d_packed_rows_narrow),
         cmocka_unit_test(test_conv2d_packed_direct_random),
         cmocka_unit_test(test_conv2d_packed_model_shapes),
         cmocka_unit_test(test_conv2d_packed_validate),
