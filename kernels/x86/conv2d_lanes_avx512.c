@@ -186,35 +186,43 @@ static __attribute__((noinline)) void lanes_group_v1(const lanes_group *gr) {
     lanes_group_run(gr, 8, 1);
 }
 
-/* The staged sums of tile pixels [q0, q1) (one output row's part, q1 - q0 <= 16 pixels) back to
- * the channel planes: nc channels of the pass from m0, bias, residual and activation. */
-static void lanes_store(const kann_conv2d_packed_args *a, const lanes_plan *pl, const float *y_bias,
-                        const float *res, float *y, size_t m0, size_t nc, size_t q0, size_t q1) {
-    size_t hw = (size_t)a->h_out * a->w_out, n = q1 - q0;
+/* r[j] (j < n <= 16): channels [ch0, ch0 + nl) (nl <= 16) of output pixel q0 + j, turned into
+ * channel rows and stored to the planes (consecutive pixels of each) with bias, residual and
+ * activation. */
+static void lanes_put(const kann_conv2d_packed_args *a, __m512 r[16], size_t ch0, size_t nl,
+                      size_t q0, size_t n, const float *bias, const float *res, float *y) {
+    size_t hw = (size_t)a->h_out * a->w_out;
     __mmask16 m = (__mmask16)((1u << n) - 1u);
     const kann_act *act = &a->act;
     int vec_act = kann_act_vectorizes(act);
     __m512 lo = _mm512_set1_ps(kann_act_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
+    kann_transpose16_ps(r);
+    for (size_t l = 0; l < nl; l++) {
+        size_t ch = ch0 + l;
+        __m512 t = r[l];
+        if (bias) t = _mm512_add_ps(t, _mm512_set1_ps(bias[ch]));
+        if (res) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(m, res + ch * hw + q0));
+        if (vec_act) t = vf_act(t, act, lo, hi);
+        float *d = y + ch * hw + q0;
+        _mm512_mask_storeu_ps(d, m, t);
+        if (!vec_act)
+            for (size_t j = 0; j < n; j++)
+                d[j] = kann_act_apply(act, d[j]);
+    }
+}
+
+/* The staged sums of tile pixels [q0, q1) (one output row's part, q1 - q0 <= 16 pixels) back to
+ * the channel planes: nc channels of the pass from m0, bias, residual and activation. */
+static void lanes_store(const kann_conv2d_packed_args *a, const lanes_plan *pl, const float *y_bias,
+                        const float *res, float *y, size_t m0, size_t nc, size_t q0, size_t q1) {
+    size_t n = q1 - q0;
     for (size_t v = 0; v * 16 < nc; v++) {
         __m512 r[16];
         for (size_t j = 0; j < 16; j++)
             r[j] = j < n ? _mm512_load_ps(pl->stage + (q0 + j - pl->p_begin) * pl->ld +
                                           (m0 - pl->m_begin) + 16 * v)
                          : _mm512_setzero_ps();
-        kann_transpose16_ps(r);
-        size_t nl = nc - v * 16 < 16 ? nc - v * 16 : 16;
-        for (size_t l = 0; l < nl; l++) {
-            size_t ch = m0 + v * 16 + l;
-            __m512 t = r[l];
-            if (y_bias) t = _mm512_add_ps(t, _mm512_set1_ps(y_bias[ch]));
-            if (res) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(m, res + ch * hw + q0));
-            if (vec_act) t = vf_act(t, act, lo, hi);
-            float *d = y + ch * hw + q0;
-            _mm512_mask_storeu_ps(d, m, t);
-            if (!vec_act)
-                for (size_t j = 0; j < n; j++)
-                    d[j] = kann_act_apply(act, d[j]);
-        }
+        lanes_put(a, r, m0 + 16 * v, nc - v * 16 < 16 ? nc - v * 16 : 16, q0, n, y_bias, res, y);
     }
 }
 
@@ -389,32 +397,15 @@ static rows_group_fn rows_group_of(size_t C, size_t r) {
 }
 
 /* Output pixels [q0, q1) (at most 16, consecutive in the channel planes) from the staged sums
- * st (pixel p0 + j at st + 16 j): turned into channel rows, channels [m0, m0 + nc) of the conv,
- * with bias, residual and activation. */
+ * st (pixel p0 + j at st + 16 j): channels [m0, m0 + nc) of the conv. */
 static void rows_store(const kann_conv2d_packed_args *a, const float *st, size_t p0, size_t q0,
                        size_t q1, size_t m0, size_t nc, const float *bias, const float *res,
                        float *y) {
-    size_t hw = (size_t)a->h_out * a->w_out, at = q0, n = q1 - q0;
-    __mmask16 m = (__mmask16)((1u << n) - 1u);
-    const kann_act *act = &a->act;
-    int vec_act = kann_act_vectorizes(act);
-    __m512 lo = _mm512_set1_ps(kann_act_lo(act)), hi = _mm512_set1_ps(kann_act_hi(act));
+    size_t n = q1 - q0;
     __m512 r[16];
     for (size_t j = 0; j < 16; j++)
         r[j] = j < n ? _mm512_load_ps(st + 16 * (q0 - p0 + j)) : _mm512_setzero_ps();
-    kann_transpose16_ps(r);
-    for (size_t l = 0; l < nc; l++) {
-        size_t ch = m0 + l;
-        __m512 t = r[l];
-        if (bias) t = _mm512_add_ps(t, _mm512_set1_ps(bias[ch]));
-        if (res) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(m, res + ch * hw + at));
-        if (vec_act) t = vf_act(t, act, lo, hi);
-        float *d = y + ch * hw + at;
-        _mm512_mask_storeu_ps(d, m, t);
-        if (!vec_act)
-            for (size_t j = 0; j < n; j++)
-                d[j] = kann_act_apply(act, d[j]);
-    }
+    lanes_put(a, r, m0, nc, q0, n, bias, res, y);
 }
 
 /* The rows path over tile a (kann_conv2d_packed_rows): the tile's channels (one vector) and
