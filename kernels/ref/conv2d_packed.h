@@ -486,20 +486,23 @@ static inline int kann_conv2d_packed_lanes(const kann_conv2d_packed_args *a, siz
            p_begin < p_end && (p_end - p_begin >= KANN_CONV_LANES_MIN_PIXELS || narrow);
 }
 
-/* The AVX-512 variant's rows path (conv2d_lanes_avx512.c) takes the narrow convs (at most
- * KANN_CONV_LANES_NARROW output channels: a grouped conv's groups) of stride 1 on their padded
- * input, as the compiler lowers them (no padding left, every window inside x): output channels
- * in the lanes, a group of 28 pixels (4 rows of 7, 2 of 14 or 1 of 28: the rows' widths the
- * path takes) accumulating whole reductions of at most KANN_CONV_ROWS_MAX_K steps. The wide
- * path computes the padded grid's columns too (63 pixels for a 7x7 map) in a 12-row and a
- * 4-row tile. */
+/* The AVX-512 variant's rows path (conv2d_lanes_avx512.c) takes the narrow convs of more than
+ * one panel (13 to KANN_CONV_LANES_NARROW output channels: a grouped conv's 16-channel groups)
+ * of stride 1 on their padded input, as the compiler lowers them (no padding left, every window
+ * inside x): output channels in the lanes, a group of 28 pixels (4 rows of 7, 2 of 14 or 1 of
+ * 28: the rows' widths the path takes) accumulating whole reductions of at most
+ * KANN_CONV_ROWS_MAX_K steps. The wide path computes the padded grid's columns too (63 pixels
+ * for a 7x7 map) in a 12-row and a 4-row tile: one thread, regnet_x_400mf's 25 groups on 7x7
+ * 0.082 -> 0.070 ms, its 10 on 14x14 0.104 -> 0.093, its 4 on 28x28 0.159 -> 0.144. Over one
+ * panel the wide path wins, every lane busy: resnext50's 4- and 8-channel groups (56x56, 28x28)
+ * ran 3x and 1.65x slower on rows. */
 #define KANN_CONV_ROWS_MAX_K 288
 static inline int kann_conv2d_packed_rows(const kann_conv2d_packed_args *a) {
     uint64_t taps = (uint64_t)a->k_h * a->k_w, K = a->c_in * taps, w = a->w_out;
     return a->stride_h == 1 && a->stride_w == 1 && a->pad_top == 0 && a->pad_left == 0 &&
-           a->c_out <= KANN_CONV_LANES_NARROW && taps >= 2 && K <= KANN_CONV_ROWS_MAX_K &&
-           (w == 7 || w == 14 || (w != 0 && w % 28 == 0)) && a->h_out != 0 &&
-           a->h_in >= a->h_out + (uint64_t)(a->k_h - 1) * a->dil_h &&
+           a->c_out > KANN_CONV_PANEL && a->c_out <= KANN_CONV_LANES_NARROW && taps >= 2 &&
+           K <= KANN_CONV_ROWS_MAX_K && (w == 7 || w == 14 || (w != 0 && w % 28 == 0)) &&
+           a->h_out != 0 && a->h_in >= a->h_out + (uint64_t)(a->k_h - 1) * a->dil_h &&
            a->w_in >= w + (uint64_t)(a->k_w - 1) * a->dil_w;
 }
 

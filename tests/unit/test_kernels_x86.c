@@ -492,7 +492,7 @@ static void test_conv2d_packed_lanes_narrow(void **state) {
     assert_true(lanes > 60);
 }
 
-/* The AVX-512 rows path: narrow stride-1 convs (1 to 16 output channels, a grouped conv's
+/* The AVX-512 rows path: narrow stride-1 convs (13 to 16 output channels, a grouped conv's
  * groups) on their input padded by pad2d, rows 7, 14, 28 and 56 wide and 1 to 12 of them (the
  * last group of rows cut short), windows up to 5x5, dilation, reductions up to the path's
  * limit, tiles along channels (inside the vector) and along pixels inside rows. */
@@ -507,7 +507,7 @@ static void test_conv2d_packed_rows_narrow(void **state) {
         cc.k_w = rng_range(cc.k_h == 1 ? 2 : 1, 5);
         cc.dil = rng_range(1, 4) == 1 ? 2 : 1;
         cc.stride = 1;
-        cc.c_out = rng_range(1, 16);
+        cc.c_out = rng_range(KANN_CONV_PANEL + 1, KANN_CONV_LANES_NARROW);
         cc.c_in = rng_range(1, KANN_CONV_ROWS_MAX_K / (cc.k_h * cc.k_w));
         uint32_t w_out = widths[rng_range(0, 3)], h_out = rng_range(1, 12);
         cc.pad = rng_range(0, 2);
