@@ -36,6 +36,7 @@ kc_call *kc_new_call(kc_graph *g, kc_program *p, int kernel, int node) {
 /* Points the kann_ref at field (byte offset in args) to value v (+byte_offset). */
 void kc_bind(kc_call *c, size_t field, int v, int64_t byte_offset, int write) {
     if (v < 0) return; /* optional argument left as KANN_SPACE_NONE */
+    if (c->n_fixups == KC_MAX_FIXUPS) abort();
     kc_fixup *f = &c->fixups[c->n_fixups++];
     f->field = (uint32_t)field;
     f->value = v;

@@ -9,7 +9,7 @@
 #include "ir.h"
 #include "passes.h"
 
-#define KC_MAX_FIXUPS 8
+#define KC_MAX_FIXUPS 12
 
 /* A kann_ref field inside an argument struct that points at (part of) a value; the planner's
  * offsets are patched in by the emitter. */

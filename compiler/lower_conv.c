@@ -11,6 +11,7 @@
 #include "lower_internal.h"
 #include "ref/conv2d_maxpool.h"
 #include "ref/conv2d_packed.h"
+#include "ref/dwblock.h"
 #include "shapes.h"
 
 /* Rows [m0, m0 + c_out) and columns [k0, k0 + K) of W [..][ld] (the ONNX layout, ld = c_in /
@@ -652,6 +653,141 @@ static uint32_t line_granule(uint32_t base, uint64_t unit_floats, uint32_t exten
     return extent / g >= 2 * P ? (uint32_t)g : base;
 }
 
+/* ---- an inverted residual block as one record -----------------------------------------------
+ * A pointwise expansion, a depthwise conv and a pointwise projection (or just the last two)
+ * lower to one f32_dwblock call where their inner maps are large: band by band, the expanded
+ * rows and the depthwise conv's rows stay in a per-stream scratch in the L2 cache instead of
+ * going through memory (mobilenet_v2's first expansion writes 4.8 MB, its depthwise conv reads
+ * them back). */
+
+/* Inner map bytes (the expansion's output and the depthwise conv's) from which a block is
+ * lowered to one record. */
+#define KC_DWBLOCK_MIN_BYTES (1024u * 1024u)
+/* Scratch bytes a band may take: its expanded rows and depthwise rows beside the input and
+ * output rows in a core's L2 cache. */
+#define KC_DWBLOCK_SCRATCH_BYTES (640u * 1024u)
+
+/* One conv of a block: a 2-D Conv of one image with constant float weights and bias (or none),
+ * no residual unless allowed, its window in *w. */
+static int block_conv(const kc_graph *g, int id, int residual_ok, kc_window *w) {
+    const kc_node *n = &g->nodes[id];
+    if (n->dead || n->op != KC_OP_Conv || n->n_outputs < 1 ||
+        (!residual_ok && n->epi.residual >= 0))
+        return 0;
+    int x = kc_input(n, 0), wt = kc_input(n, 1), b = kc_input(n, 2);
+    if (x < 0 || !kc_is_const(g, wt) || (b >= 0 && !kc_is_const(g, b))) return 0;
+    const kc_value *xv = kc_val(g, x), *wv = kc_val(g, wt), *yv = kc_val(g, n->outputs[0]);
+    if (xv->dtype != KC_DTYPE_FLOAT || wv->dtype != KC_DTYPE_FLOAT || yv->dtype != KC_DTYPE_FLOAT ||
+        (b >= 0 && kc_val(g, b)->dtype != KC_DTYPE_FLOAT) || xv->rank != 4 || yv->rank != 4 ||
+        xv->dims[0] != 1)
+        return 0;
+    if (n->epi.residual >= 0) {
+        const kc_value *rv = kc_val(g, n->epi.residual);
+        if (rv->dtype != KC_DTYPE_FLOAT || kc_value_numel(rv) != kc_value_numel(yv)) return 0;
+    }
+    if (kc_window_of(g, id, w, NULL) || w->n_spatial != 2) return 0;
+    for (int i = 0; i < 2; i++)
+        if (w->in[i] < 1 || w->out[i] < 1 || w->in[i] > UINT32_MAX || w->out[i] > UINT32_MAX ||
+            w->kernel[i] > 64 || w->stride[i] > 64 || w->dilation[i] > 64)
+            return 0;
+    return 1;
+}
+
+/* A 1x1 stride-1 conv without padding or groups. */
+static int pointwise_conv(const kc_graph *g, int id, const kc_window *w) {
+    return kc_attr_int(&g->nodes[id], "group", 1) == 1 && w->kernel[0] == 1 && w->kernel[1] == 1 &&
+           w->stride[0] == 1 && w->stride[1] == 1 && w->pad_begin[0] == 0 && w->pad_begin[1] == 0 &&
+           w->out[0] == w->in[0] && w->out[1] == w->in[1];
+}
+
+/* The node reading value v alone (as its input 0), if v is no graph output; else -1. */
+static int sole_reader(const kc_graph *g, int v) {
+    int r = kc_single_consumer(g, v);
+    if (r < 0 || (g->values[v].flags & KC_VALUE_OUTPUT) || g->nodes[r].inputs[0] != v) return -1;
+    return r;
+}
+
+/* Lowers the block starting at node id (its expansion, or its depthwise conv) as one
+ * f32_dwblock call; 0 if there is no such block there, or it does not pay. */
+static int lower_dwblock(kc_graph *g, kc_program *p, int id) {
+    kc_window we, wd, wp;
+    if (!block_conv(g, id, 0, &we)) return 0;
+    int expand = pointwise_conv(g, id, &we), dw = id;
+    if (expand) {
+        dw = sole_reader(g, g->nodes[id].outputs[0]);
+        if (dw < 0 || !block_conv(g, dw, 0, &wd)) return 0;
+    } else {
+        wd = we;
+    }
+    const kc_node *nd = &g->nodes[dw];
+    int64_t c_mid = kc_val(g, nd->outputs[0])->dims[1];
+    if (kc_val(g, nd->inputs[0])->dims[1] != c_mid || kc_attr_int(nd, "group", 1) != c_mid)
+        return 0;
+    for (int i = 0; i < 2; i++)
+        if (wd.pad_begin[i] > (wd.kernel[i] - 1) * wd.dilation[i] ||
+            (wd.out[i] - 1) * wd.stride[i] > wd.in[i] - 1 + wd.pad_begin[i])
+            return 0;
+    int pj = sole_reader(g, nd->outputs[0]);
+    if (pj < 0 || !block_conv(g, pj, 1, &wp) || !pointwise_conv(g, pj, &wp)) return 0;
+    const kc_node *ne = &g->nodes[id], *np = &g->nodes[pj];
+    int x = kc_input(ne, 0), y = np->outputs[0];
+    kann_dwblock_args a = {0};
+    a.expand = (uint32_t)expand;
+    a.c_in = (uint32_t)kc_val(g, x)->dims[1];
+    a.c_mid = (uint32_t)c_mid;
+    a.c_out = (uint32_t)kc_val(g, y)->dims[1];
+    a.h_in = (uint32_t)wd.in[0];
+    a.w_in = (uint32_t)wd.in[1];
+    a.h_out = (uint32_t)wd.out[0];
+    a.w_out = (uint32_t)wd.out[1];
+    a.k_h = (uint32_t)wd.kernel[0];
+    a.k_w = (uint32_t)wd.kernel[1];
+    a.stride_h = (uint32_t)wd.stride[0];
+    a.stride_w = (uint32_t)wd.stride[1];
+    a.dil_h = (uint32_t)wd.dilation[0];
+    a.dil_w = (uint32_t)wd.dilation[1];
+    a.pad_top = (uint32_t)wd.pad_begin[0];
+    a.pad_left = (uint32_t)wd.pad_begin[1];
+    a.act_exp = expand ? kc_node_act(ne) : (kann_act){KANN_ACT_NONE, 0, 0, 0};
+    a.act_dw = kc_node_act(nd);
+    a.act_proj = kc_node_act(np);
+    uint64_t inner = (uint64_t)c_mid * a.h_out * a.w_out;
+    if (expand) inner += (uint64_t)c_mid * a.h_in * a.w_in;
+    if (inner * sizeof(float) < KC_DWBLOCK_MIN_BYTES) return 0;
+    /* the tallest band whose scratch fits */
+    for (a.band_rows = 1; a.band_rows < a.h_out; a.band_rows++) {
+        kann_dwblock_args taller = a;
+        taller.band_rows++;
+        if (kann_dwblock_scratch(&taller) * sizeof(float) > KC_DWBLOCK_SCRATCH_BYTES) break;
+    }
+    uint64_t floats = kann_dwblock_scratch(&a);
+    if (floats == 0 || floats * sizeof(float) > KC_DWBLOCK_SCRATCH_BYTES) return 0;
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_DWBLOCK, id);
+    *(kann_dwblock_args *)c->args = a;
+    kc_bind(c, offsetof(kann_dwblock_args, x), x, 0, 0);
+    if (expand) {
+        int w = pack_weight_panels(g, kc_input(ne, 1), 0, a.c_mid, a.c_in, 0, a.c_in);
+        kc_bind(c, offsetof(kann_dwblock_args, w_exp), w, 0, 0);
+        kc_bind(c, offsetof(kann_dwblock_args, b_exp), kc_input(ne, 2), 0, 0);
+    }
+    kc_bind(c, offsetof(kann_dwblock_args, w_dw), kc_input(nd, 1), 0, 0);
+    kc_bind(c, offsetof(kann_dwblock_args, b_dw), kc_input(nd, 2), 0, 0);
+    int w = pack_weight_panels(g, kc_input(np, 1), 0, a.c_out, a.c_mid, 0, a.c_mid);
+    kc_bind(c, offsetof(kann_dwblock_args, w_proj), w, 0, 0);
+    kc_bind(c, offsetof(kann_dwblock_args, b_proj), kc_input(np, 2), 0, 0);
+    kc_bind(c, offsetof(kann_dwblock_args, residual), np->epi.residual, 0, 0);
+    kc_bind(c, offsetof(kann_dwblock_args, y), y, 0, 1);
+    kc_bind_scratch_private(g, p, c, offsetof(kann_dwblock_args, scratch), "dwblock_rows",
+                            (int64_t)floats);
+    kc_set_tile(c, a.h_out, line_granule(1, a.w_out, a.h_out, p->streams), 0, 0);
+    double rows_in = (double)a.h_in * a.w_in, rows_out = (double)a.h_out * a.w_out;
+    c->macs = (expand ? rows_in * a.c_mid * a.c_in : 0.0) +
+              rows_out * a.c_mid * ((double)a.k_h * a.k_w + a.c_out);
+    if (expand) g->nodes[dw].dead = 1;
+    g->nodes[pj].dead = 1;
+    return 1;
+}
+
 int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
@@ -661,6 +797,7 @@ int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
                  kc_need_f32(g, id, b, "bias", d) +
                  kc_need_f32(g, id, n->epi.residual, "residual", d);
     if (errors) return errors;
+    if (lower_dwblock(g, p, id)) return 0;
     kc_window win;
     if (kc_window_of(g, id, &win, d)) return 1;
     if (win.n_spatial < 1 || win.n_spatial > 2) {

@@ -80,6 +80,7 @@ static double ns_per_mac(int kernel) {
     switch (kernel) {
     case KANN_KERNEL_F32_CONV2D_PACKED:
     case KANN_KERNEL_F32_CONV2D_MAXPOOL:
+    case KANN_KERNEL_F32_DWBLOCK:
     case KANN_KERNEL_F32_MATMUL:
         return 0.02;
     case KANN_KERNEL_F32_CONV2D_WINOGRAD:

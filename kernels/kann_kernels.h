@@ -280,6 +280,35 @@ typedef struct kann_conv2d_maxpool_args {
     kann_act act;
 } kann_conv2d_maxpool_args;
 
+/* dwblock: a depthwise conv between two pointwise convs (an inverted residual block), or
+ * after none (expand 0: a depthwise-separable pair), whose inner maps e and d are never
+ * stored whole:
+ *   e[c][i][j] = act_exp(sum_k W_exp[c][k] * x[k][i][j] + b_exp[c])   (c < c_mid, expand 1)
+ *   e = x, c_mid = c_in                                                (expand 0)
+ *   d[c][oh][ow] = act_dw(sum_{kh,kw} w_dw[c][kh][kw] * e[c][ih][iw] + b_dw[c]), with
+ *     ih = oh * stride_h - pad_top + kh * dil_h (likewise iw), e = 0 outside [0, h_in) x [0, w_in)
+ *   y[m][oh][ow] = act_proj(sum_c W_proj[m][c] * d[c][oh][ow] + b_proj[m] + residual[m][oh][ow])
+ * x [c_in][h_in][w_in], y and residual [c_out][h_out][w_out]; W_exp and W_proj packed as
+ * conv2d_packed's weights (panels of KANN_CONV_PANEL output channels, [panel][K][12], K = c_in
+ * and c_mid), w_dw [c_mid][k_h][k_w]; biases optional (absent: 0), W_exp and b_exp absent with
+ * expand 0. Every output row's window reaches inside x: pad_top <= (k_h - 1) * dil_h and
+ * (h_out - 1) * stride_h <= h_in - 1 + pad_top (likewise along the columns).
+ * The kernel walks its rows band_rows output rows at a time: the rows of e they read into the
+ * scratch, then their rows of d after them, then their rows of y (a band's first rows of e are
+ * computed again by the next band where their windows overlap). scratch, one per stream:
+ * kann_dwblock_scratch(args) floats (ref/dwblock.h).
+ * Tile axis 0 = output rows oh. */
+typedef struct kann_dwblock_args {
+    kann_tile tile;
+    kann_ref x, w_exp, b_exp, w_dw, b_dw, w_proj, b_proj, residual, y, scratch;
+    uint32_t expand, c_in, c_mid, c_out;
+    uint32_t h_in, w_in, h_out, w_out;
+    uint32_t k_h, k_w, stride_h, stride_w;
+    uint32_t dil_h, dil_w, pad_top, pad_left;
+    uint32_t band_rows, reserved; /* reserved: zero */
+    kann_act act_exp, act_dw, act_proj;
+} kann_dwblock_args;
+
 /* conv2d_winograd: a 3x3, stride-1, dilation-1, group-1 conv of one image, by Winograd
  * F(e x e, 3x3) with output tiles of edge e = 2 or 4, its padding read in place:
  *   y[m][oh][ow] = act(sum_{c,kh,kw} W[m][c][kh][kw] * x[c][oh + kh - pad][ow + kw - pad]

@@ -6,11 +6,8 @@
 #include "ref/act.h"
 #include "ref/checked.h"
 
-/* Strip width of the portable microkernel: 12 x 16 accumulators the compiler can vectorize. */
-#define REF_STRIP 16
-
-static void microkernel_ref(const kann_conv_tile *t) {
-    float acc[KANN_CONV_PANEL][REF_STRIP] = {{0}};
+void kann_conv_microkernel_ref(const kann_conv_tile *t) {
+    float acc[KANN_CONV_PANEL][KANN_CONV_REF_STRIP] = {{0}};
     size_t n = t->n;
     if (!t->first)
         for (size_t r = 0; r < t->mr; r++)
@@ -49,7 +46,8 @@ static void microkernel_ref(const kann_conv_tile *t) {
 }
 
 void kann_f32_conv2d_packed_ref(const void *args, const kann_exec *ex) {
-    kann_conv2d_packed_drive(args, ex, REF_STRIP, microkernel_ref, kann_row_pair);
+    kann_conv2d_packed_drive(args, ex, KANN_CONV_REF_STRIP, kann_conv_microkernel_ref,
+                             kann_row_pair);
 }
 
 kann_status kann_conv2d_packed_validate(const void *args, const kann_bounds *b, kann_error *err) {

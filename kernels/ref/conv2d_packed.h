@@ -233,6 +233,11 @@ typedef struct kann_conv_tile {
 
 typedef void (*kann_conv_microkernel)(const kann_conv_tile *t);
 
+/* The portable microkernel (conv2d_packed.c): strips of KANN_CONV_REF_STRIP columns, 12 x 16
+ * accumulators the compiler can vectorize. */
+#define KANN_CONV_REF_STRIP 16
+void kann_conv_microkernel_ref(const kann_conv_tile *t);
+
 /* Reduction steps: a strip of B over this many k (KANN_CONV_KC * 32 floats, 32 KiB) stays in
  * the L1 cache while the weight panels stream past it. */
 #define KANN_CONV_KC 256

@@ -36,6 +36,13 @@ double kann_record_macs(uint32_t kernel, const void *args) {
         }
         return share(&a->tile, 0, a->c_out) * rows * a->w_conv * k;
     }
+    case KANN_KERNEL_F32_DWBLOCK: { /* per output row: its depthwise conv and projection, and
+                                     * the expansion of its share of the input rows */
+        const kann_dwblock_args *a = args;
+        double rows = share(&a->tile, 0, a->h_out), frac = a->h_out ? rows / a->h_out : 0.0;
+        double expand = a->expand ? (double)a->h_in * a->w_in * a->c_mid * a->c_in * frac : 0.0;
+        return expand + rows * a->w_out * a->c_mid * ((double)a->k_h * a->k_w + a->c_out);
+    }
     case KANN_KERNEL_F32_CONV2D_WINOGRAD: {
         const kann_conv2d_winograd_args *a = args;
         double pixels = (double)a->h_out * a->w_out;

@@ -7,6 +7,7 @@
 #include "ref/act.h"
 #include "ref/conv2d_maxpool.h"
 #include "ref/conv2d_packed.h"
+#include "ref/dwblock.h"
 
 #define KANN_VEC_BITS 256
 #include "vec_math.h"
@@ -178,4 +179,10 @@ void kann_f32_conv2d_packed_6x16_avx2(const void *args, const kann_exec *ex) {
  * the portable row (compiled here for AVX2). */
 void kann_f32_conv2d_maxpool_avx2(const void *args, const kann_exec *ex) {
     kann_conv2d_maxpool_packed(args, ex, kann_f32_conv2d_packed_6x16_avx2, kann_maxpool_rows);
+}
+
+/* dwblock: the band's pointwise convs through the 6 x 16 tile, its depthwise conv by the AVX2
+ * dwconv2d. */
+void kann_f32_dwblock_avx2(const void *args, const kann_exec *ex) {
+    kann_dwblock_drive(args, ex, microkernel_12x16, NR, kann_f32_dwconv2d_avx2);
 }

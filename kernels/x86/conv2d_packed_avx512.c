@@ -11,6 +11,7 @@
 #include "ref/act.h"
 #include "ref/conv2d_maxpool.h"
 #include "ref/conv2d_packed.h"
+#include "ref/dwblock.h"
 
 #define KANN_VEC_BITS 512
 #include "vec_math.h"
@@ -824,4 +825,10 @@ void kann_f32_conv2d_maxpool_avx512(const void *args, const kann_exec *ex) {
         kann_conv2d_maxpool_drive(a, ex, m0, m0 + nc, q_begin, q_end, maxpool_direct_row, &md,
                                   maxpool_direct_pool);
     }
+}
+
+/* dwblock: the band's pointwise convs through the 12 x 32 tile, its depthwise conv by the
+ * AVX-512 dwconv2d. */
+void kann_f32_dwblock_avx512(const void *args, const kann_exec *ex) {
+    kann_dwblock_drive(args, ex, kann_conv_microkernel_12x32_avx512, NR, kann_f32_dwconv2d_avx512);
 }

@@ -113,6 +113,50 @@ def inverted_residual_cases():
             {"x": randn(r, 1, c, hw, hw)}, []
 
 
+def dwblock_cases():
+    """Inverted-residual blocks whose inner maps are large enough (1 MB) to run as one
+    f32_dwblock record, band by band: with the block's input added, stride 2 over an odd map
+    with a ReLU after, a dilated 5x5 depthwise conv, a depthwise-separable pair (no expansion,
+    5x5); and one whose depthwise output a second node reads, which keeps its three records."""
+    def block(name, c, e, h, w, seed, stride=1, k=3, dil=1, expand=True, residual=False,
+              relu_out=False, shared=False):
+        r = rng(seed)
+        pad = (k - 1) * dil // 2
+        inits = [const("Wd", randn(r, e, 1, k, k, scale=0.3)), const("Bd", randn(r, e)),
+                 const("Wp", randn(r, c, e, 1, 1, scale=0.1)), const("Bp", randn(r, c)),
+                 const("lo", np.float32(0)), const("hi", np.float32(6))]
+        nodes = []
+        src = "x"
+        if expand:
+            inits += [const("We", randn(r, e, c, 1, 1, scale=0.2)), const("Be", randn(r, e))]
+            nodes += [helper.make_node("Conv", ["x", "We", "Be"], ["e"], name="expand"),
+                      helper.make_node("Clip", ["e", "lo", "hi"], ["er"], name="expand_act")]
+            src = "er"
+        nodes += [helper.make_node("Conv", [src, "Wd", "Bd"], ["d"], name="dw", group=e,
+                                   pads=[pad] * 4, strides=[stride, stride],
+                                   dilations=[dil, dil]),
+                  helper.make_node("Clip", ["d", "lo", "hi"], ["dr"], name="dw_act"),
+                  helper.make_node("Conv", ["dr", "Wp", "Bp"], ["p"], name="project")]
+        last = "p"
+        if residual:
+            nodes.append(helper.make_node("Add", ["p", "x"], ["s"], name="residual"))
+            last = "s"
+        nodes.append(helper.make_node("Relu" if relu_out else "Identity", [last], ["y"],
+                                      name="out"))
+        outs = [vi("y", None)]
+        if shared:
+            nodes.append(helper.make_node("ReduceMean", ["dr"], ["m"], name="mean", axes=[2, 3]))
+            outs.append(vi("m", None))
+        expect = "f32_dwconv2d x1" if shared else "f32_dwblock x1"
+        return name, model(nodes, [vi("x", [1, c, h, w])], outs, inits), \
+            {"x": randn(r, 1, c, h, w)}, ["--expect-summary", expect]
+    yield block("dwblock_residual", 24, 144, 40, 44, 60, residual=True)
+    yield block("dwblock_stride2_odd_relu", 16, 96, 57, 61, 61, stride=2, relu_out=True)
+    yield block("dwblock_dilated_5x5", 20, 100, 36, 38, 62, k=5, dil=2, residual=True)
+    yield block("dwblock_separable_5x5", 64, 64, 64, 66, 63, k=5, expand=False)
+    yield block("dwblock_shared_dw", 24, 144, 40, 44, 64, shared=True)
+
+
 def bn_params(r, c):
     return [const("gamma", randn(r, c) * 0.5 + 1), const("beta", randn(r, c)),
             const("mean", randn(r, c)), const("var", np.abs(randn(r, c)) + 0.5)]
@@ -442,6 +486,7 @@ def all_cases():
     yield from atrous_taps_cases()
     yield from bn_cases()
     yield from inverted_residual_cases()
+    yield from dwblock_cases()
     yield from pool_cases()
     yield from stem_pool_cases()
     yield from gelu_cases()

@@ -16,7 +16,9 @@
 
 #include "kann_kernels.h"
 #include "ref/conv2d_maxpool.h"
+#include "ref/act.h"
 #include "ref/conv2d_packed.h"
+#include "ref/dwblock.h"
 #ifdef KANN_HAVE_X86
 #include "kann_x86.h"
 #endif
@@ -1127,6 +1129,210 @@ static void test_conv2d_maxpool_validate(void **state) {
     assert_int_not_equal(kann_conv2d_maxpool_validate(&b, &bd, &err), KANN_OK);
 }
 
+/* ---- dwblock -------------------------------------------------------------------------------- */
+
+/* The block's three stages computed whole, plainly, from the unpacked weights. */
+static void dwblock_expected(const kann_dwblock_args *a, const float *x, const float *we,
+                             const float *be, const float *wd, const float *bd, const float *wp,
+                             const float *bp, const float *res, float *y) {
+    size_t in_plane = (size_t)a->h_in * a->w_in, out_plane = (size_t)a->h_out * a->w_out;
+    float *e = malloc(sizeof(float) * a->c_mid * in_plane);
+    float *d = malloc(sizeof(float) * a->c_mid * out_plane);
+    assert_non_null(e);
+    assert_non_null(d);
+    for (size_t c = 0; c < a->c_mid; c++)
+        for (size_t p = 0; p < in_plane; p++) {
+            if (!a->expand) {
+                e[c * in_plane + p] = x[c * in_plane + p];
+                continue;
+            }
+            float s = be ? be[c] : 0.0f;
+            for (size_t k = 0; k < a->c_in; k++)
+                s += we[c * a->c_in + k] * x[k * in_plane + p];
+            e[c * in_plane + p] = kann_act_apply(&a->act_exp, s);
+        }
+    for (size_t c = 0; c < a->c_mid; c++)
+        for (size_t oh = 0; oh < a->h_out; oh++)
+            for (size_t ow = 0; ow < a->w_out; ow++) {
+                float s = bd ? bd[c] : 0.0f;
+                for (size_t kh = 0; kh < a->k_h; kh++)
+                    for (size_t kw = 0; kw < a->k_w; kw++) {
+                        int64_t ih = (int64_t)(oh * a->stride_h + kh * a->dil_h) - a->pad_top;
+                        int64_t iw = (int64_t)(ow * a->stride_w + kw * a->dil_w) - a->pad_left;
+                        if (ih < 0 || iw < 0 || ih >= a->h_in || iw >= a->w_in) continue;
+                        s += wd[(c * a->k_h + kh) * a->k_w + kw] *
+                             e[c * in_plane + (size_t)ih * a->w_in + (size_t)iw];
+                    }
+                d[c * out_plane + oh * a->w_out + ow] = kann_act_apply(&a->act_dw, s);
+            }
+    for (size_t m = 0; m < a->c_out; m++)
+        for (size_t p = 0; p < out_plane; p++) {
+            float s = bp ? bp[m] : 0.0f;
+            for (size_t c = 0; c < a->c_mid; c++)
+                s += wp[m * a->c_mid + c] * d[c * out_plane + p];
+            if (res) s += res[m * out_plane + p];
+            y[m * out_plane + p] = kann_act_apply(&a->act_proj, s);
+        }
+    free(e);
+    free(d);
+}
+
+/* The block, band by band, against its stages computed whole: with and without the expansion,
+ * 1 to 40 inner channels (ragged panels), windows up to 5x5 with strides 1 to 3, dilation and
+ * padding up to the window's reach, rows from 1 to 40 columns and one case in 6 112 wide,
+ * bands of 1 to 6 rows or all of them, every epilogue on each stage, biases and the residual
+ * present or not; two complementary row tiles. Every band's depthwise conv passes dwconv2d's
+ * validator. */
+static void test_dwblock_random(void **state) {
+    (void)state;
+    rng_state = 131;
+    int cases = 0;
+    for (int i = 0; i < 150; i++) {
+        kann_dwblock_args a = {0};
+        a.expand = i % 4 != 3;
+        a.c_in = rng_range(1, 20);
+        a.c_mid = a.expand ? rng_range(1, 40) : a.c_in;
+        a.c_out = rng_range(1, 30);
+        a.k_h = i % 3 ? 3 : rng_range(1, 5);
+        a.k_w = i % 3 ? 3 : rng_range(1, 5);
+        a.stride_h = rng_range(1, 3);
+        a.stride_w = i % 2 ? a.stride_h : rng_range(1, 3);
+        a.dil_h = a.dil_w = rng_range(1, 4) == 1 ? 2 : 1;
+        a.pad_top = rng_range(0, (a.k_h - 1) * a.dil_h);
+        a.pad_left = rng_range(0, (a.k_w - 1) * a.dil_w);
+        a.h_in = rng_range(1, 24);
+        a.w_in = i % 6 == 5 ? 112 : rng_range(1, 40);
+        int64_t span_h = (int64_t)a.h_in + 2 * a.pad_top - (int64_t)a.dil_h * (a.k_h - 1);
+        int64_t span_w = (int64_t)a.w_in + 2 * a.pad_left - (int64_t)a.dil_w * (a.k_w - 1);
+        if (span_h < 1 || span_w < 1) continue;
+        a.h_out = (uint32_t)((span_h - 1) / a.stride_h + 1);
+        a.w_out = (uint32_t)((span_w - 1) / a.stride_w + 1);
+        a.band_rows = i % 5 == 4 ? a.h_out + rng_range(0, 3) : rng_range(1, 6);
+        a.act_exp = random_act();
+        a.act_dw = random_act();
+        a.act_proj = random_act();
+        size_t in_n = (size_t)a.c_in * a.h_in * a.w_in, out_n = (size_t)a.c_out * a.h_out * a.w_out;
+        size_t we_n = (size_t)a.c_mid * a.c_in, wp_n = (size_t)a.c_out * a.c_mid;
+        size_t panels = (a.c_mid + 11) / 12 + (a.c_out + 11) / 12;
+        uint64_t floats = kann_dwblock_scratch(&a);
+        arena_reset(in_n + 2 * we_n + 2 * wp_n + panels * 12 * (a.c_in + a.c_mid) +
+                    (size_t)a.c_mid * (a.k_h * a.k_w + 2) + 2 * a.c_out + 3 * out_n + floats +
+                    1024);
+        kann_ref x = alloc_ref(in_n, 1), we = alloc_ref(we_n, 1), wp = alloc_ref(wp_n, 1);
+        kann_ref wd = alloc_ref((size_t)a.c_mid * a.k_h * a.k_w, 1);
+        kann_ref be = alloc_ref(a.c_mid, 1), bd = alloc_ref(a.c_mid, 1), bp = alloc_ref(a.c_out, 1);
+        kann_ref res = alloc_ref(out_n, 1), want = alloc_ref(out_n, 0);
+        int with_be = a.expand && rng_range(0, 3), with_bd = rng_range(0, 3) != 0;
+        int with_bp = rng_range(0, 3) != 0, with_res = rng_range(0, 2) == 0;
+        a.x = x;
+        a.w_dw = wd;
+        a.w_proj = pack_panels(wp, a.c_out, a.c_mid);
+        a.w_exp.space = a.b_exp.space = a.b_dw.space = a.b_proj.space = KANN_SPACE_NONE;
+        a.residual.space = KANN_SPACE_NONE;
+        if (a.expand) a.w_exp = pack_panels(we, a.c_mid, a.c_in);
+        if (with_be) a.b_exp = be;
+        if (with_bd) a.b_dw = bd;
+        if (with_bp) a.b_proj = bp;
+        if (with_res) a.residual = res;
+        a.y = alloc_ref(out_n, 0);
+        a.scratch = alloc_ref(floats, 0);
+        dwblock_expected(&a, at(x), at(we), with_be ? at(be) : NULL, at(wd),
+                         with_bd ? at(bd) : NULL, at(wp), with_bp ? at(bp) : NULL,
+                         with_res ? at(res) : NULL, at(want));
+        kann_exec ex = exec_ctx();
+        kann_bounds bnd = bounds_all();
+        kann_error err;
+        for (size_t o0 = 0; o0 < a.h_out; o0 += a.band_rows) {
+            size_t o1 = a.h_out - o0 < a.band_rows ? a.h_out : o0 + a.band_rows, r0, r1;
+            kann_dwblock_rows(&a, o0, o1, &r0, &r1);
+            kann_ref e = a.scratch, d = a.scratch;
+            d.offset += sizeof(float) * a.c_mid * kann_dwblock_e_rows(&a) * a.w_in;
+            kann_dwconv2d_args da = kann_dwblock_dw_args(&a, e, d, o0, o1, r0);
+            if (kann_dwconv2d_validate(&da, &bnd, &err) != KANN_OK)
+                fail_msg("dwblock band %zu..%zu: depthwise arguments refused: %s", o0, o1,
+                         err.message);
+        }
+        variant vs[4];
+        int nv = variants_of(KANN_KERNEL_F32_DWBLOCK, vs);
+        for (int v = 0; v < nv; v++) {
+            for (size_t j = 0; j < out_n; j++)
+                at(a.y)[j] = NAN;
+            uint32_t cut = rng_range(0, a.h_out);
+            kann_dwblock_args t0 = a, t1 = a;
+            t0.tile = (kann_tile){0, 0, cut, 0};
+            t1.tile = (kann_tile){0, cut, a.h_out, 0};
+            if (kann_dwblock_validate(&t0, &bnd, &err) != KANN_OK ||
+                kann_dwblock_validate(&t1, &bnd, &err) != KANN_OK)
+                fail_msg("dwblock arguments refused: %s", err.message);
+            vs[v].fn(&t0, &ex);
+            vs[v].fn(&t1, &ex);
+            char what[200];
+            snprintf(what, sizeof what,
+                     "dwblock expand %u %u->%u->%u %ux%u k %ux%u s %ux%u d %u p %u,%u band %u "
+                     "acts %u %u %u res %d tile %u",
+                     a.expand, a.c_in, a.c_mid, a.c_out, a.h_in, a.w_in, a.k_h, a.k_w, a.stride_h,
+                     a.stride_w, a.dil_h, a.pad_top, a.pad_left, a.band_rows, a.act_exp.kind,
+                     a.act_dw.kind, a.act_proj.kind, with_res, cut);
+            expect_close(at(want), at(a.y), out_n, what, vs[v].isa);
+        }
+        cases++;
+    }
+    assert_true(cases > 120);
+}
+
+/* dwblock's validator: a window reaching past the input, a pad past the window, inner channels
+ * that differ from the input's without an expansion, expansion weights without one, a tile
+ * past the rows, a scratch too small, zero band rows. */
+static void test_dwblock_validate(void **state) {
+    (void)state;
+    kann_dwblock_args a = {0};
+    a.expand = 1;
+    a.c_in = 8;
+    a.c_mid = 24;
+    a.c_out = 8;
+    a.h_in = a.w_in = 10;
+    a.h_out = a.w_out = 5;
+    a.k_h = a.k_w = 3;
+    a.stride_h = a.stride_w = 2;
+    a.dil_h = a.dil_w = 1;
+    a.pad_top = a.pad_left = 1;
+    a.band_rows = 2;
+    a.tile = (kann_tile){0, 0, 5, 0};
+    uint64_t floats = kann_dwblock_scratch(&a);
+    arena_reset(800 + 2 * 12 * 8 + 24 * 9 + 12 * 24 + 200 + floats + 256);
+    a.x = alloc_ref(800, 1);
+    a.w_exp = alloc_ref(2 * 12 * 8, 1);
+    a.w_dw = alloc_ref(24 * 9, 1);
+    a.w_proj = alloc_ref(12 * 24, 1);
+    a.y = alloc_ref(200, 0);
+    a.scratch = alloc_ref(floats, 0);
+    kann_bounds bd = bounds_all();
+    kann_error err;
+    assert_int_equal(kann_dwblock_validate(&a, &bd, &err), KANN_OK);
+    kann_dwblock_args b = a;
+    b.h_out = 7; /* its last window would start at row 6 * 2 - 1 = 11, past the 10 rows */
+    assert_int_not_equal(kann_dwblock_validate(&b, &bd, &err), KANN_OK);
+    b = a;
+    b.pad_left = 3;
+    assert_int_not_equal(kann_dwblock_validate(&b, &bd, &err), KANN_OK);
+    b = a;
+    b.expand = 0;
+    assert_int_not_equal(kann_dwblock_validate(&b, &bd, &err), KANN_OK);
+    b.c_mid = 8;
+    assert_int_not_equal(kann_dwblock_validate(&b, &bd, &err), KANN_OK); /* w_exp given */
+    b.w_exp.space = KANN_SPACE_NONE;
+    assert_int_equal(kann_dwblock_validate(&b, &bd, &err), KANN_OK);
+    b = a;
+    b.tile = (kann_tile){0, 2, 6, 0};
+    assert_int_not_equal(kann_dwblock_validate(&b, &bd, &err), KANN_OK);
+    b = a;
+    b.band_rows = 3; /* a taller band needs more scratch than there is */
+    assert_int_not_equal(kann_dwblock_validate(&b, &bd, &err), KANN_OK);
+    b = a;
+    b.band_rows = 0;
+    assert_int_not_equal(kann_dwblock_validate(&b, &bd, &err), KANN_OK);
+}
+
 /* ---- matmul (fully-connected layers at batch 1, transformer layers) ------------------------ */
 
 /* Shapes from the GEMV path (a few rows; a tile of one row streams B) to several row blocks,
@@ -1235,6 +1441,8 @@ int main(void) {
         cmocka_unit_test(test_pool2d_random),
         cmocka_unit_test(test_conv2d_maxpool_random),
         cmocka_unit_test(test_conv2d_maxpool_validate),
+        cmocka_unit_test(test_dwblock_random),
+        cmocka_unit_test(test_dwblock_validate),
         cmocka_unit_test(test_matmul_random),
         cmocka_unit_test(test_isa_names),
     };
