@@ -243,3 +243,214 @@ kernel void f32_conv2d_maxpool(KANN_KERNEL_ARGS) {
     OUT_REF(MP(y))[((size_t)m * h_out + q) * w_out + r] = best;
 }
 #undef MP
+
+/* f32_dwblock. NDRange: (output columns, output rows of the tile, panels of 12 output
+ * channels). A work-item takes its pixel's d one mid channel at a time and adds that channel's
+ * share to its panel's 12 sums: W_proj's panel row of a mid channel is 12 consecutive floats
+ * (the last panel's padding channels are summed and not stored). e is never stored: each tap's
+ * input pixel goes through the expansion again, k_h * k_w times per mid channel and once more
+ * for every panel, so the record's scratch, where the CPU kernels keep bands of e and d, is
+ * left alone. A tap outside x reads e = 0, not act_exp(b_exp): the depthwise conv pads e, not
+ * x. Sums run in the reference's order (input and mid channels increasing, the taps column by
+ * column, bias and residual after the sum). */
+#define DB(f) A_dwblock_##f
+#define DB_ACT(stage) U(DB(stage##_kind)), F(DB(stage##_alpha)), F(DB(stage##_beta))
+kernel void f32_dwblock(KANN_KERNEL_ARGS) {
+    const uint w_out = U(DB(w_out)), h_out = U(DB(h_out)), c_out = U(DB(c_out));
+    const uint ow = get_global_id(0), oh = TILE_BEGIN + get_global_id(1);
+    const uint m0 = get_global_id(2) * 12;
+    if (ow >= w_out || oh >= TILE_END || m0 >= c_out) return;
+    const int expand = U(DB(expand)) != 0;
+    const int c_in = I(DB(c_in)), c_mid = I(DB(c_mid)), h_in = I(DB(h_in)), w_in = I(DB(w_in));
+    const int k_h = I(DB(k_h)), k_w = I(DB(k_w)), d_h = I(DB(dil_h)), d_w = I(DB(dil_w));
+    const int ih0 = (int)oh * I(DB(stride_h)) - I(DB(pad_top));
+    const int iw0 = (int)ow * I(DB(stride_w)) - I(DB(pad_left));
+    const size_t in_plane = (size_t)h_in * w_in;
+    global const float *x = IN_REF(DB(x)), *w_dw = IN_REF(DB(w_dw));
+    global const float *w_exp = expand ? IN_REF(DB(w_exp)) : x;
+    global const float *w_proj = IN_REF(DB(w_proj)) + (size_t)(m0 / 12) * c_mid * 12;
+    const int has_b_exp = expand && HAS_REF(DB(b_exp)), has_b_dw = HAS_REF(DB(b_dw));
+    float acc[12];
+    for (int j = 0; j < 12; j++)
+        acc[j] = 0.0f;
+    for (int c = 0; c < c_mid; c++) {
+        global const float *wd = w_dw + (size_t)c * k_h * k_w;
+        global const float *we = w_exp + (size_t)(c / 12) * c_in * 12 + c % 12;
+        const float b_e = has_b_exp ? IN_REF(DB(b_exp))[c] : 0.0f;
+        float sum = 0.0f;
+        for (int kw = 0; kw < k_w; kw++) {
+            const int iw = iw0 + kw * d_w;
+            if (iw < 0 || iw >= w_in) continue;
+            for (int kh = 0; kh < k_h; kh++) {
+                const int ih = ih0 + kh * d_h;
+                if (ih < 0 || ih >= h_in) continue;
+                global const float *xp = x + (size_t)ih * w_in + iw;
+                float e;
+                if (expand) {
+                    float s = 0.0f;
+                    for (int k = 0; k < c_in; k++)
+                        s += we[k * 12] * xp[k * in_plane];
+                    e = kann_act(DB_ACT(act_exp), s + b_e);
+                } else {
+                    e = xp[c * in_plane];
+                }
+                sum += wd[kh * k_w + kw] * e;
+            }
+        }
+        const float d = kann_act(DB_ACT(act_dw), sum + (has_b_dw ? IN_REF(DB(b_dw))[c] : 0.0f));
+        global const float *wp = w_proj + (size_t)c * 12;
+        for (int j = 0; j < 12; j++)
+            acc[j] += wp[j] * d;
+    }
+    /* a loop of constant length, so that acc stays in registers */
+    for (uint j = 0; j < 12; j++) {
+        if (m0 + j >= c_out) break;
+        const size_t m = m0 + j, o = (m * h_out + oh) * w_out + ow;
+        float v = acc[j] + (HAS_REF(DB(b_proj)) ? IN_REF(DB(b_proj))[m] : 0.0f);
+        if (HAS_REF(DB(residual))) v += IN_REF(DB(residual))[o];
+        OUT_REF(DB(y))[o] = kann_act(DB_ACT(act_proj), v);
+    }
+}
+
+/* kann_act on 16 lanes, Clip (ReLU6) in vectors too: the expansion's activation runs once per
+ * mid channel and tap. */
+inline float16 kann_dwblock_act16(uint kind, float alpha, float beta, float16 v) {
+    if (kind != 2) return kann_act16(kind, alpha, beta, v);
+    v = select(v, (float16)(alpha), v < (float16)(alpha));
+    return select(v, (float16)(beta), v > (float16)(beta));
+}
+
+/* Columns first + j * step (j < 16) of the row at `row`, lane by lane, 0 outside [0, w_in). */
+inline float16 kann_dwblock_gather16(global const float *row, int first, int step, int w_in) {
+    float t[16];
+    for (int j = 0; j < 16; j++) {
+        const int iw = first + j * step;
+        t[j] = iw >= 0 && iw < w_in ? row[iw] : 0.0f;
+    }
+    return vload16(0, t);
+}
+
+/* p[0], p[step], ..., p[15 * step] (step 1 or 2): one vector load, or two. */
+inline float16 kann_dwblock_load16(global const float *p, int step) {
+    if (step == 1) return vload16(0, p);
+    return (float16)(vload16(0, p).even, vload16(1, p).even);
+}
+
+#define DB_FOR4(X) X(0) X(1) X(2) X(3)
+#define DB_FOR12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+/* f32_dwblock on CPU devices (local size 1). NDRange: (blocks of 16 output columns, output
+ * rows of the tile, panels of 12 output channels). The 16 columns of a block are the lanes of
+ * every vector and the panel's sums are 12 named vectors. Mid channels go 4 at a time, so that
+ * each input vector the expansion loads feeds 4 multiply-adds (their weights are 4 consecutive
+ * floats of a panel row, as 4 divides 12); the expansion is still recomputed at each tap. Where
+ * a tap's 16 columns lie inside the plane they are one vector load (two at stride 2), lanes
+ * outside the row reading its neighbours, masked to 0 after the activation; elsewhere they are
+ * gathered. Lanes past w_out, and channels past c_mid (copies of the last one), are computed
+ * and not used. Sums run in f32_dwblock's order. */
+kernel void f32_dwblock_rows(KANN_KERNEL_ARGS) {
+    const uint w_out = U(DB(w_out)), h_out = U(DB(h_out)), c_out = U(DB(c_out));
+    const uint ow0 = get_global_id(0) * 16, oh = TILE_BEGIN + get_global_id(1);
+    const uint m0 = get_global_id(2) * 12;
+    if (ow0 >= w_out || oh >= TILE_END || m0 >= c_out) return;
+    const int expand = U(DB(expand)) != 0;
+    const int c_in = I(DB(c_in)), c_mid = I(DB(c_mid)), h_in = I(DB(h_in)), w_in = I(DB(w_in));
+    const int k_h = I(DB(k_h)), k_w = I(DB(k_w)), d_h = I(DB(dil_h)), d_w = I(DB(dil_w));
+    const int s_w = I(DB(stride_w));
+    const int ih0 = (int)oh * I(DB(stride_h)) - I(DB(pad_top));
+    const int iw0 = (int)ow0 * s_w - I(DB(pad_left));
+    const long in_plane = (long)h_in * w_in;
+    const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    global const float *x = IN_REF(DB(x)), *w_dw = IN_REF(DB(w_dw));
+    global const float *w_exp = expand ? IN_REF(DB(w_exp)) : x;
+    global const float *b_exp = expand && HAS_REF(DB(b_exp)) ? IN_REF(DB(b_exp)) : 0;
+    global const float *b_dw = HAS_REF(DB(b_dw)) ? IN_REF(DB(b_dw)) : 0;
+    global const float *w_proj = IN_REF(DB(w_proj)) + (size_t)(m0 / 12) * c_mid * 12;
+#define DB_ZERO(m) float16 acc##m = (float16)(0.0f);
+    DB_FOR12(DB_ZERO)
+#undef DB_ZERO
+    for (int cb = 0; cb < c_mid; cb += 4) {
+#define DB_CHANNEL(j)                                                                              \
+    const int c##j = min(cb + j, c_mid - 1);                                                       \
+    global const float *wd##j = w_dw + (size_t)c##j * k_h * k_w;                                   \
+    const float be##j = b_exp ? b_exp[c##j] : 0.0f;                                                \
+    float16 sum##j = (float16)(0.0f), e##j;
+        DB_FOR4(DB_CHANNEL)
+#undef DB_CHANNEL
+        global const float *we = w_exp + (size_t)(cb / 12) * c_in * 12 + cb % 12;
+        for (int kw = 0; kw < k_w; kw++) {
+            const int first = iw0 + kw * d_w;
+            const int16 iw = first + lane * s_w;
+            const int16 inside = (iw >= 0) & (iw < w_in);
+            if (!any(inside)) continue;
+            for (int kh = 0; kh < k_h; kh++) {
+                const int ih = ih0 + kh * d_h;
+                if (ih < 0 || ih >= h_in) continue;
+                /* (not named `at`: U() and F() read the struct through the argument `at`) */
+                const long pos = (long)ih * w_in + first;
+                const int whole = s_w <= 2 && pos >= 0 && pos + 16 * s_w <= in_plane;
+                global const float *row = x + (long)ih * w_in;
+                if (expand) {
+                    e0 = e1 = e2 = e3 = (float16)(0.0f);
+                    for (int k = 0; k < c_in; k++) {
+                        global const float *r = row + k * in_plane;
+                        const float16 v = whole ? kann_dwblock_load16(r + first, s_w)
+                                                : kann_dwblock_gather16(r, first, s_w, w_in);
+                        const float4 w4 = vload4(0, we + k * 12);
+                        e0 += w4.s0 * v;
+                        e1 += w4.s1 * v;
+                        e2 += w4.s2 * v;
+                        e3 += w4.s3 * v;
+                    }
+#define DB_EXPAND(j) e##j = kann_dwblock_act16(DB_ACT(act_exp), e##j + be##j);
+                    DB_FOR4(DB_EXPAND)
+#undef DB_EXPAND
+                } else {
+#define DB_COPY(j)                                                                                 \
+    e##j = whole ? kann_dwblock_load16(row + c##j * in_plane + first, s_w)                         \
+                 : kann_dwblock_gather16(row + c##j * in_plane, first, s_w, w_in);
+                    DB_FOR4(DB_COPY)
+#undef DB_COPY
+                }
+#define DB_TAP(j) sum##j += wd##j[kh * k_w + kw] * select((float16)(0.0f), e##j, inside);
+                DB_FOR4(DB_TAP)
+#undef DB_TAP
+            }
+        }
+        /* the projection of the channels below c_mid, in order */
+#define DB_PROJECT_ONE(m) acc##m += wp[m] * d;
+#define DB_PROJECT(j)                                                                              \
+    if (cb + j < c_mid) {                                                                          \
+        const float16 d = kann_dwblock_act16(DB_ACT(act_dw), sum##j + (b_dw ? b_dw[c##j] : 0.0f)); \
+        global const float *wp = w_proj + (size_t)c##j * 12;                                       \
+        DB_FOR12(DB_PROJECT_ONE)                                                                   \
+    }
+        DB_FOR4(DB_PROJECT)
+#undef DB_PROJECT
+#undef DB_PROJECT_ONE
+    }
+    const uint lanes = min(16u, w_out - ow0);
+    global const float *b_proj = HAS_REF(DB(b_proj)) ? IN_REF(DB(b_proj)) : 0;
+    global const float *res = HAS_REF(DB(residual)) ? IN_REF(DB(residual)) : 0;
+    global float *y = OUT_REF(DB(y));
+    float t[16];
+#define DB_STORE(m)                                                                                \
+    if (m0 + m < c_out) {                                                                          \
+        const size_t o = ((m0 + m) * (size_t)h_out + oh) * w_out + ow0;                            \
+        float16 v = acc##m + (b_proj ? b_proj[m0 + m] : 0.0f);                                     \
+        if (res) {                                                                                 \
+            for (uint i = 0; i < 16; i++)                                                          \
+                t[i] = i < lanes ? res[o + i] : 0.0f;                                              \
+            v += vload16(0, t);                                                                    \
+        }                                                                                          \
+        vstore16(kann_dwblock_act16(DB_ACT(act_proj), v), 0, t);                                   \
+        for (uint i = 0; i < lanes; i++)                                                           \
+            y[o + i] = t[i];                                                                       \
+    }
+    DB_FOR12(DB_STORE)
+#undef DB_STORE
+}
+#undef DB_FOR12
+#undef DB_FOR4
+#undef DB_ACT
+#undef DB

@@ -23,6 +23,9 @@ typedef struct field_offset {
 
 #define FIELD(family, field) {#family "_" #field, offsetof(kann_##family##_args, field)},
 #define ACT_FIELDS(family) FIELD(family, act.kind) FIELD(family, act.alpha) FIELD(family, act.beta)
+/* A family with an activation per stage (dwblock): A_<family>_<stage>_kind and so on. */
+#define STAGE_ACT_FIELDS(family, stage)                                                            \
+    FIELD(family, stage.kind) FIELD(family, stage.alpha) FIELD(family, stage.beta)
 
 static const field_offset fields[] =
     {FIELD(conv2d, x) FIELD(conv2d, w) FIELD(conv2d, bias) FIELD(conv2d, residual) FIELD(conv2d, y)
@@ -132,6 +135,14 @@ static const field_offset more_fields[] = {
     FIELD(conv2d_maxpool, pool_stride_h) FIELD(conv2d_maxpool, pool_stride_w)
     FIELD(conv2d_maxpool, pool_pad_top) FIELD(conv2d_maxpool, pool_pad_left)
     FIELD(conv2d_maxpool, h_out) FIELD(conv2d_maxpool, w_out) ACT_FIELDS(conv2d_maxpool)
+    FIELD(dwblock, x) FIELD(dwblock, w_exp) FIELD(dwblock, b_exp) FIELD(dwblock, w_dw)
+    FIELD(dwblock, b_dw) FIELD(dwblock, w_proj) FIELD(dwblock, b_proj) FIELD(dwblock, residual)
+    FIELD(dwblock, y) FIELD(dwblock, expand) FIELD(dwblock, c_in) FIELD(dwblock, c_mid)
+    FIELD(dwblock, c_out) FIELD(dwblock, h_in) FIELD(dwblock, w_in) FIELD(dwblock, h_out)
+    FIELD(dwblock, w_out) FIELD(dwblock, k_h) FIELD(dwblock, k_w) FIELD(dwblock, stride_h)
+    FIELD(dwblock, stride_w) FIELD(dwblock, dil_h) FIELD(dwblock, dil_w) FIELD(dwblock, pad_top)
+    FIELD(dwblock, pad_left) STAGE_ACT_FIELDS(dwblock, act_exp) STAGE_ACT_FIELDS(dwblock, act_dw)
+    STAGE_ACT_FIELDS(dwblock, act_proj)
     FIELD(gather, axis_len) FIELD(gather, elem_size) FIELD(gather, idx) FIELD(gather, idx_size)
     FIELD(gather, inner) FIELD(gather, n_indices) FIELD(gather, x) FIELD(gather, y)
     FIELD(gather_elements, axis) FIELD(gather_elements, axis_len) FIELD(gather_elements, dims)

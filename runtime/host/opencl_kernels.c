@@ -530,6 +530,20 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
         program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_conv2d_maxpool", a->w_out, rows, channels);
         return KANN_OK;
     }
+    case KANN_KERNEL_F32_DWBLOCK: {
+        /* a work-item per panel of output channels and output pixel, or block of 16 output
+         * columns (CPU devices, local size 1) */
+        const kann_dwblock_args *a = args;
+        size_t panels = bands(a->c_out, KANN_CONV_PANEL);
+        if (type & CL_DEVICE_TYPE_CPU) {
+            program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_dwblock_rows", 1, tile_len, panels);
+            l->local[0] = 1;
+            l->global[0] = tile_len && panels ? bands(a->w_out, 16) : 0;
+        } else {
+            program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_dwblock", a->w_out, tile_len, panels);
+        }
+        return KANN_OK;
+    }
     case KANN_KERNEL_F32_POOL_ND: {
         const kann_pool_nd_args *a = args;
         size_t out_sp = (size_t)a->out[0] * a->out[1] * a->out[2];

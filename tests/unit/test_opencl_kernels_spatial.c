@@ -1,6 +1,7 @@
-/* The OpenCL f32_conv_transpose, f32_conv_nd, f32_pool_nd, f32_pool2d and f32_resize kernels
- * against the reference kernels on random 1-3 D shapes, groups, strides, dilations, paddings, tiles
- * and activations (PoCL in CI). Skipped without an OpenCL device. */
+/* The OpenCL f32_conv_transpose, f32_conv_nd, f32_pool_nd, f32_pool2d, f32_resize,
+ * f32_conv2d_maxpool and f32_dwblock kernels against the reference kernels on random 1-3 D
+ * shapes, groups, strides, dilations, paddings, tiles and activations (PoCL in CI). Skipped
+ * without an OpenCL device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 
 #ifdef KANN_WITH_OPENCL
 #include "ref/conv2d_maxpool.h"
+#include "ref/dwblock.h"
 #include "test_opencl_kernels_harness.h"
 
 #define CASES 24
@@ -242,6 +244,99 @@ static void test_conv2d_maxpool(void **state) {
     }
 }
 
+/* An output extent of dwblock along one axis: the map's padded on both sides (pad < span, so
+ * its last window starts inside the map), or now and then anything from 1 to the most whose
+ * last window still starts inside it. */
+static uint32_t dwblock_extent(kt *k, uint32_t n_in, uint32_t kk, uint32_t stride, uint32_t dil,
+                               uint32_t pad) {
+    uint32_t span = (kk - 1) * dil + 1;
+    if (n_in + 2 * pad < span || kt_range(k, 0, 3) == 0)
+        return kt_range(k, 1, (n_in - 1 + pad) / stride + 1);
+    return (n_in + 2 * pad - span) / stride + 1;
+}
+
+/* Weights of a reduction over fan_in terms, scaled so that the sums stay near 1 and the
+ * activations see both sides of their bends. */
+static kann_ref dwblock_weights(kt *k, size_t n, size_t fan_in) {
+    float r = 1.5f / sqrtf((float)fan_in);
+    return kt_input_f32(k, n, -r, r);
+}
+
+/* f32_dwblock with and without the expansion, in the kernel style of kt_style: 1 to 20 input
+ * channels, 1 to 40 mid channels and 1 to 30 output channels (partial weight panels), maps
+ * from 1 x 1 to 20 x 23 and now and then rows of up to 70 columns (several of the CPU style's
+ * blocks of 16, the last one ragged), windows up to 5 x 5 (not square), strides 1 to 3,
+ * dilation 1 or 2, paddings up to the window's reach (some windows read a single row or
+ * column of x, or none through their dilated taps), every activation at each stage, each bias
+ * and the residual present or not, tiles of output rows and bands of 1 to 4 rows. As for
+ * conv2d_maxpool, the reference runs once beforehand, so that the scratch, which the OpenCL
+ * kernels do not use, already holds what it writes. */
+static void dwblock_cases(cl_device_type style) {
+    kt_style = style;
+    for (uint64_t seed = 0; seed < 4 * CASES; seed++) {
+        kt k;
+        kt_init(&k, 5300 + seed);
+        kann_dwblock_args a;
+        memset(&a, 0, sizeof a);
+        a.expand = seed % 4 != 3;
+        a.c_in = kt_range(&k, 1, 20);
+        a.c_mid = a.expand ? kt_range(&k, 1, 40) : a.c_in;
+        a.c_out = kt_range(&k, 1, 30);
+        a.h_in = kt_range(&k, 1, seed % 8 == 0 ? 2 : 20);
+        a.w_in = kt_range(&k, 1, seed % 8 == 0 ? 2 : seed % 4 == 1 ? 70 : 23);
+        a.k_h = kt_range(&k, 1, 5);
+        a.k_w = kt_range(&k, 1, 5);
+        a.stride_h = kt_range(&k, 1, 3);
+        a.stride_w = kt_range(&k, 1, 3);
+        a.dil_h = kt_range(&k, 1, 2);
+        a.dil_w = kt_range(&k, 1, 2);
+        a.pad_top = kt_range(&k, 0, (a.k_h - 1) * a.dil_h);
+        a.pad_left = kt_range(&k, 0, (a.k_w - 1) * a.dil_w);
+        a.h_out = dwblock_extent(&k, a.h_in, a.k_h, a.stride_h, a.dil_h, a.pad_top);
+        a.w_out = dwblock_extent(&k, a.w_in, a.k_w, a.stride_w, a.dil_w, a.pad_left);
+        a.band_rows = kt_range(&k, 1, 4);
+        a.act_exp = random_act(&k);
+        a.act_dw = random_act(&k);
+        a.act_proj = random_act(&k);
+        size_t out = (size_t)a.c_out * a.h_out * a.w_out, taps = (size_t)a.k_h * a.k_w;
+        a.x = kt_input_f32(&k, (size_t)a.c_in * a.h_in * a.w_in, -1.0f, 1.0f);
+        if (a.expand) {
+            a.w_exp = dwblock_weights(&k, (a.c_mid + 11) / 12 * 12 * (size_t)a.c_in, a.c_in);
+            if (kt_range(&k, 0, 1)) a.b_exp = kt_input_f32(&k, a.c_mid, -0.5f, 0.5f);
+        }
+        a.w_dw = dwblock_weights(&k, a.c_mid * taps, taps);
+        if (kt_range(&k, 0, 1)) a.b_dw = kt_input_f32(&k, a.c_mid, -0.5f, 0.5f);
+        a.w_proj = dwblock_weights(&k, (a.c_out + 11) / 12 * 12 * (size_t)a.c_mid, a.c_mid);
+        if (kt_range(&k, 0, 1)) a.b_proj = kt_input_f32(&k, a.c_out, -0.5f, 0.5f);
+        if (kt_range(&k, 0, 1)) a.residual = kt_input_f32(&k, out, -1.0f, 1.0f);
+        a.y = kt_output(&k, out * 4, 4);
+        a.scratch = kt_output(&k, kann_dwblock_scratch(&a) * 4, 4);
+        a.tile = kt_tile(&k, a.h_out);
+        kann_bounds bd = {(k.arena.used + 63) / 64 * 64, (k.consts.used + 63) / 64 * 64};
+        kann_error err;
+        if (kann_dwblock_validate(&a, &bd, &err) != KANN_OK)
+            fail_msg("dwblock arguments refused: %s", err.message);
+        kann_exec ex = {k.arena.data, k.consts.data};
+        kann_kernels[KANN_KERNEL_F32_DWBLOCK].ref(&a, &ex);
+        kt_fill_f32(&k, a.y, out, -9.0f, 9.0f);
+        kt_run(&k, KANN_KERNEL_F32_DWBLOCK, &a, sizeof a, 0);
+        kt_free(&k);
+    }
+    kt_style = CL_DEVICE_TYPE_CPU;
+}
+
+static void test_dwblock_cpu(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    dwblock_cases(CL_DEVICE_TYPE_CPU);
+}
+
+static void test_dwblock_gpu(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    dwblock_cases(CL_DEVICE_TYPE_GPU);
+}
+
 /* A tap table of rows x taps (index, weight) pairs; indices outside [0, n) now and then. */
 static kann_ref tap_table(kt *k, uint32_t rows, uint32_t taps, uint32_t n, int outside) {
     kann_ref r = kt_alloc(k, (int)kt_range(k, 0, 1), (size_t)rows * taps * 8, 4);
@@ -287,7 +382,8 @@ int main(void) {
         cmocka_unit_test(test_conv_transpose), cmocka_unit_test(test_conv_nd),
         cmocka_unit_test(test_pool_nd),        cmocka_unit_test(test_pool2d_cpu),
         cmocka_unit_test(test_pool2d_gpu),     cmocka_unit_test(test_resize),
-        cmocka_unit_test(test_conv2d_maxpool),
+        cmocka_unit_test(test_conv2d_maxpool), cmocka_unit_test(test_dwblock_cpu),
+        cmocka_unit_test(test_dwblock_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
