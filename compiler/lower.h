@@ -62,6 +62,9 @@ typedef struct kc_program {
     /* The streams the schedule will split the calls across (0 reads as 1): a kernel whose
      * records split only coarsely may leave a stream idle, so lowering weighs it. */
     int streams;
+    /* Inverted residual blocks over large maps lower to one f32_dwblock call each
+     * (kann-c --fuse-blocks). */
+    int fuse_blocks;
     /* After kc_schedule_merge_phases on two streams or more (else NULL: one call per phase,
      * or one stream): the first and last call of each call's phase. Calls of one phase run at
      * the same time on different streams, so the memory plan keeps a value alive from the

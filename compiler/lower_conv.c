@@ -711,7 +711,7 @@ static int sole_reader(const kc_graph *g, int v) {
  * f32_dwblock call; 0 if there is no such block there, or it does not pay. */
 static int lower_dwblock(kc_graph *g, kc_program *p, int id) {
     kc_window we, wd, wp;
-    if (!block_conv(g, id, 0, &we)) return 0;
+    if (!p->fuse_blocks || !block_conv(g, id, 0, &we)) return 0;
     int expand = pointwise_conv(g, id, &we), dw = id;
     if (expand) {
         dw = sole_reader(g, g->nodes[id].outputs[0]);

@@ -27,6 +27,7 @@ typedef struct options {
     const char *dump_after; /* pass name, or "all" */
     int quiet;
     uint64_t max_memory; /* --max-memory: largest arena and weights accepted; 0 = no limit */
+    int fuse_blocks;     /* --fuse-blocks */
     int print; /* --print: the model as text on stdout, no compile */
     const char *save_onnx; /* --save-onnx FILE: the model as protobuf, no compile */
     int emit_c; /* --emit c */
@@ -58,6 +59,10 @@ static void usage(FILE *out) {
             "  --save-onnx FILE           write the model (text or .onnx) as a binary .onnx\n"
             "  --max-memory BYTES         refuse a model whose arena or weights exceed BYTES\n"
             "                             (suffix K, M or G: binary multiples)\n"
+            "  --fuse-blocks              run each inverted residual block over large maps as\n"
+            "                             one record, band by band: a smaller arena (its inner\n"
+            "                             maps never stored whole), about the same speed on a\n"
+            "                             CPU, slower on OpenCL devices (docs/performance.md)\n"
             "  -q, --quiet                no compile summary or notes\n"
             "  -h, --help                 this help\n"
             "  --version                  print the version\n"
@@ -165,6 +170,8 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if ((t = TAKE("--save-onnx"))) {
             if (t < 0) goto missing;
             o->save_onnx = val;
+        } else if (!strcmp(a, "--fuse-blocks")) {
+            o->fuse_blocks = 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             o->quiet = 1;
         } else if ((t = TAKE("-o")) || (t = TAKE("--output"))) {
@@ -357,6 +364,7 @@ int main(int argc, char **argv) {
     if (kc_pass_fold_bn(g, &d, &st) || after("fold", g, &o, &d)) goto done;
     if (kc_pass_fuse(g, &d, &st) || after("fuse", g, &o, &d)) goto done;
     prog.streams = o.cores;
+    prog.fuse_blocks = o.fuse_blocks;
     if (kc_lower(g, &prog, &d)) goto done;
     if (kc_schedule_program(g, &prog, o.cores, &sched, &d)) goto done;
     kc_schedule_merge_phases(g, &prog, &sched);

@@ -115,11 +115,12 @@ def inverted_residual_cases():
 
 def dwblock_cases():
     """Inverted-residual blocks whose inner maps are large enough (1 MB) to run as one
-    f32_dwblock record, band by band: with the block's input added, stride 2 over an odd map
-    with a ReLU after, a dilated 5x5 depthwise conv, a depthwise-separable pair (no expansion,
-    5x5); and one whose depthwise output a second node reads, which keeps its three records."""
+    f32_dwblock record, band by band, with kann-c --fuse-blocks: with the block's input added,
+    stride 2 over an odd map with a ReLU after, a dilated 5x5 depthwise conv, a
+    depthwise-separable pair (no expansion, 5x5); one whose depthwise output a second node
+    reads, which keeps its three records; and a block compiled without the option."""
     def block(name, c, e, h, w, seed, stride=1, k=3, dil=1, expand=True, residual=False,
-              relu_out=False, shared=False):
+              relu_out=False, shared=False, fuse=True):
         r = rng(seed)
         pad = (k - 1) * dil // 2
         inits = [const("Wd", randn(r, e, 1, k, k, scale=0.3)), const("Bd", randn(r, e)),
@@ -147,14 +148,16 @@ def dwblock_cases():
         if shared:
             nodes.append(helper.make_node("ReduceMean", ["dr"], ["m"], name="mean", axes=[2, 3]))
             outs.append(vi("m", None))
-        expect = "f32_dwconv2d x1" if shared else "f32_dwblock x1"
+        expect = "f32_dwconv2d x1" if shared or not fuse else "f32_dwblock x1"
         return name, model(nodes, [vi("x", [1, c, h, w])], outs, inits), \
-            {"x": randn(r, 1, c, h, w)}, ["--expect-summary", expect]
+            {"x": randn(r, 1, c, h, w)}, \
+            (["--fuse-blocks"] if fuse else []) + ["--expect-summary", expect]
     yield block("dwblock_residual", 24, 144, 40, 44, 60, residual=True)
     yield block("dwblock_stride2_odd_relu", 16, 96, 57, 61, 61, stride=2, relu_out=True)
     yield block("dwblock_dilated_5x5", 20, 100, 36, 38, 62, k=5, dil=2, residual=True)
     yield block("dwblock_separable_5x5", 64, 64, 64, 66, 63, k=5, expand=False)
     yield block("dwblock_shared_dw", 24, 144, 40, 44, 64, shared=True)
+    yield block("dwblock_not_asked", 24, 144, 40, 44, 65, residual=True, fuse=False)
 
 
 def bn_params(r, c):
