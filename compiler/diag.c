@@ -11,9 +11,11 @@ void kc_diag_init(kc_diag *d, const char *file, FILE *out) {
     d->n_errors = 0;
     d->n_warnings = 0;
     d->quiet = 0;
+    d->silent = 0;
 }
 
 static void emit(kc_diag *d, const char *kind, const char *ctx, const char *fmt, va_list ap) {
+    if (d->silent) return;
     FILE *out = d->out ? d->out : stderr;
     if (d->file) fprintf(out, "%s: ", d->file);
     fprintf(out, "%s: %s", kind, ctx ? ctx : "");

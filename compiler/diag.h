@@ -13,6 +13,7 @@ typedef struct kc_diag {
     int n_errors;
     int n_warnings;
     int quiet; /* suppress notes */
+    int silent; /* print nothing, only count (a probe of whether something would pass) */
 } kc_diag;
 
 void kc_diag_init(kc_diag *d, const char *file, FILE *out);

@@ -654,11 +654,11 @@ static uint32_t line_granule(uint32_t base, uint64_t unit_floats, uint32_t exten
 }
 
 /* ---- an inverted residual block as one record -----------------------------------------------
- * A pointwise expansion, a depthwise conv and a pointwise projection (or just the last two)
- * lower to one f32_dwblock call where their inner maps are large: band by band, the expanded
- * rows and the depthwise conv's rows stay in a per-stream scratch in the L2 cache instead of
- * going through memory (mobilenet_v2's first expansion writes 4.8 MB, its depthwise conv reads
- * them back). */
+ * With --fuse-blocks, a pointwise expansion, a depthwise conv and a pointwise projection (or
+ * just the last two) lower to one f32_dwblock call where their inner maps are large: band by
+ * band, the expanded rows and the depthwise conv's rows stay in a per-stream scratch instead of
+ * being stored whole (mobilenet_v2's first expansion: 4.8 MB), which shrinks the arena
+ * (docs/performance.md has what it does to the speed). */
 
 /* Inner map bytes (the expansion's output and the depthwise conv's) from which a block is
  * lowered to one record. */
@@ -685,7 +685,10 @@ static int block_conv(const kc_graph *g, int id, int residual_ok, kc_window *w) 
         const kc_value *rv = kc_val(g, n->epi.residual);
         if (rv->dtype != KC_DTYPE_FLOAT || kc_value_numel(rv) != kc_value_numel(yv)) return 0;
     }
-    if (kc_window_of(g, id, w, NULL) || w->n_spatial != 2) return 0;
+    kc_diag probe; /* a conv kc_window_of refuses is reported when it is lowered itself */
+    kc_diag_init(&probe, NULL, NULL);
+    probe.silent = 1;
+    if (kc_window_of(g, id, w, &probe) || w->n_spatial != 2) return 0;
     for (int i = 0; i < 2; i++)
         if (w->in[i] < 1 || w->out[i] < 1 || w->in[i] > UINT32_MAX || w->out[i] > UINT32_MAX ||
             w->kernel[i] > 64 || w->stride[i] > 64 || w->dilation[i] > 64)
