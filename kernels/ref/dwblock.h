@@ -1,10 +1,10 @@
 /* dwblock pieces shared by the reference kernel, the validator and the SIMD variants: the
  * scratch's layout, the band loop and the pointwise convs it runs on a band. An inverted
  * residual block's inner maps are its largest (mobilenet_v2's first expansion: 96 x 112 x 112,
- * 4.8 MB), and stored whole they go through memory twice inside a network, where the caches
- * hold the previous layers' maps. Band by band they stay in the L2 cache: the expansion of
- * the input rows a band's windows read (e rows), the depthwise conv of those rows (d rows),
- * then the projection of d into the band's output rows. Each stage is the variant's own
+ * 4.8 MB). Band by band they are never stored whole, which takes them out of the arena (what it
+ * does to the speed: docs/performance.md): the expansion of the input rows a band's windows
+ * read (e rows), the depthwise conv of those rows (d rows), then the projection of d into the
+ * band's output rows. Each stage is the variant's own
  * kernel on the band: its conv2d_packed microkernel for the pointwise convs, its dwconv2d for
  * the depthwise conv, called on the band as a conv of its own (e rows dense, the band's padding
  * where the image has it). Static inline, so that each variant's translation unit compiles them
