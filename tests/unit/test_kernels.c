@@ -19,6 +19,7 @@
 #include "kann_msg.h"
 #include "kernel_variants.h"
 #include "ref/act.h"
+#include "ref/dwblock.h"
 
 /* ---- fixed-seed random numbers ----------------------------------------------------------- */
 
@@ -1159,8 +1160,32 @@ static void build_copy(void *args) {
     a->tile = (kann_tile){0, 0, 3, 0};
 }
 
+/* An inverted residual block: 3 -> 14 (a panel and a part) -> 5 channels, 3x3 stride 2 on 7x6,
+ * bands of 2 rows; the scratch last, sized exactly. */
+static void build_dwblock(void *args) {
+    kann_dwblock_args *a = args;
+    float *p;
+    *a = (kann_dwblock_args){0};
+    a->expand = 1, a->c_in = 3, a->c_mid = 14, a->c_out = 5, a->h_in = 7, a->w_in = 6;
+    a->h_out = 4, a->w_out = 3, a->k_h = 3, a->k_w = 3, a->stride_h = 2, a->stride_w = 2;
+    a->dil_h = 1, a->dil_w = 1, a->pad_top = 1, a->pad_left = 1, a->band_rows = 2;
+    a->act_exp = (kann_act){KANN_ACT_CLIP, 0, 6, 0};
+    a->act_dw = (kann_act){KANN_ACT_RELU, 0, 0, 0};
+    a->x = mem_put_random(KANN_SPACE_ARENA, 3 * 7 * 6, -1, 1, &p);
+    a->w_exp = mem_put_random(KANN_SPACE_CONST, 2 * 3 * 12, -1, 1, &p);
+    a->b_exp = mem_put_random(KANN_SPACE_CONST, 14, -1, 1, &p);
+    a->w_dw = mem_put_random(KANN_SPACE_CONST, 14 * 9, -1, 1, &p);
+    a->b_dw = mem_put_random(KANN_SPACE_CONST, 14, -1, 1, &p);
+    a->w_proj = mem_put_random(KANN_SPACE_CONST, 1 * 14 * 12, -1, 1, &p);
+    a->b_proj = mem_put_random(KANN_SPACE_CONST, 5, -1, 1, &p);
+    a->residual = mem_put_random(KANN_SPACE_ARENA, 5 * 4 * 3, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 5 * 4 * 3, &p);
+    a->scratch = mem_put(KANN_SPACE_ARENA, (size_t)kann_dwblock_scratch(a), &p);
+    a->tile = (kann_tile){0, 0, 4, 0};
+}
+
 #define NO_FIELD SIZE_MAX
-#define MAX_REFS 5
+#define MAX_REFS 10
 #define MAX_PATCHES 4
 
 /* Bad arguments as up to MAX_PATCHES uint32 fields set to values (NO_FIELD ends a list). */
@@ -1193,7 +1218,7 @@ static const family_case families[] = {
      build_conv2d,
      {offsetof(kann_conv2d_args, x), offsetof(kann_conv2d_args, w),
       offsetof(kann_conv2d_args, bias), offsetof(kann_conv2d_args, residual),
-      offsetof(kann_conv2d_args, y)},
+      offsetof(kann_conv2d_args, y), NO_FIELD},
      offsetof(kann_conv2d_args, y),
      offsetof(kann_conv2d_args, act),
      {{"group 0", {P(kann_conv2d_args, group, 0), END}},
@@ -1212,7 +1237,7 @@ static const family_case families[] = {
      build_matmul,
      {offsetof(kann_matmul_args, a), offsetof(kann_matmul_args, b),
       offsetof(kann_matmul_args, bias), offsetof(kann_matmul_args, residual),
-      offsetof(kann_matmul_args, y)},
+      offsetof(kann_matmul_args, y), NO_FIELD},
      offsetof(kann_matmul_args, y),
      offsetof(kann_matmul_args, act),
      {{"a stride past the arena", {P(kann_matmul_args, a_row_stride, 0x100000), END}},
@@ -1307,6 +1332,23 @@ static const family_case families[] = {
       {"y stride overflow",
        {P(kann_copy_args, y_stride, U32MAX), P(kann_copy_args, rows, U32MAX), END}},
       {"row past y", {P(kann_copy_args, row_len, 11), END}},
+      {NULL, {END}}}},
+    {KANN_KERNEL_F32_DWBLOCK,
+     build_dwblock,
+     {offsetof(kann_dwblock_args, x), offsetof(kann_dwblock_args, w_exp),
+      offsetof(kann_dwblock_args, b_exp), offsetof(kann_dwblock_args, w_dw),
+      offsetof(kann_dwblock_args, b_dw), offsetof(kann_dwblock_args, w_proj),
+      offsetof(kann_dwblock_args, b_proj), offsetof(kann_dwblock_args, residual),
+      offsetof(kann_dwblock_args, y), offsetof(kann_dwblock_args, scratch)},
+     offsetof(kann_dwblock_args, y),
+     offsetof(kann_dwblock_args, act_proj),
+     {{"reserved field", {P(kann_dwblock_args, reserved, 1), END}},
+      {"expand 2", {P(kann_dwblock_args, expand, 2), END}},
+      {"no expansion, c_mid != c_in", {P(kann_dwblock_args, expand, 0), END}},
+      {"band rows 0", {P(kann_dwblock_args, band_rows, 0), END}},
+      {"pad past the window", {P(kann_dwblock_args, pad_top, 3), END}},
+      {"scratch too small for taller bands", {P(kann_dwblock_args, band_rows, 3), END}},
+      {"stride 0", {P(kann_dwblock_args, stride_w, 0), END}},
       {NULL, {END}}}},
 };
 
