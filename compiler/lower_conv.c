@@ -727,8 +727,10 @@ static int lower_dwblock(kc_graph *g, kc_program *p, int id) {
     if (kc_val(g, nd->inputs[0])->dims[1] != c_mid || kc_attr_int(nd, "group", 1) != c_mid)
         return 0;
     for (int i = 0; i < 2; i++)
-        if (wd.pad_begin[i] > (wd.kernel[i] - 1) * wd.dilation[i] ||
-            (wd.out[i] - 1) * wd.stride[i] > wd.in[i] - 1 + wd.pad_begin[i])
+        if (wd.pad_begin[i] < 0 ||
+            !kann_dwblock_window_inside((uint64_t)wd.out[i], (uint64_t)wd.stride[i],
+                                        (uint64_t)wd.kernel[i], (uint64_t)wd.dilation[i],
+                                        (uint64_t)wd.pad_begin[i], (uint64_t)wd.in[i]))
             return 0;
     int pj = sole_reader(g, nd->outputs[0]);
     if (pj < 0 || !block_conv(g, pj, 1, &wp) || !pointwise_conv(g, pj, &wp)) return 0;

@@ -124,6 +124,10 @@ inline float kann_act(uint kind, float alpha, float beta, float x) {
 inline float16 kann_act16(uint kind, float alpha, float beta, float16 v) {
     if (kind == 0) return v;
     if (kind == 1) return select(v, (float16)(0.0f), v < (float16)(0.0f));
+    if (kind == 2) { /* kann_clip's comparisons: NaN stays NaN */
+        v = select(v, (float16)(alpha), v < (float16)(alpha));
+        return select(v, (float16)(beta), v > (float16)(beta));
+    }
     float t[16];
     vstore16(v, 0, t);
     for (int j = 0; j < 16; j++)

@@ -312,14 +312,6 @@ kernel void f32_dwblock(KANN_KERNEL_ARGS) {
     }
 }
 
-/* kann_act on 16 lanes, Clip (ReLU6) in vectors too: the expansion's activation runs once per
- * mid channel and tap. */
-inline float16 kann_dwblock_act16(uint kind, float alpha, float beta, float16 v) {
-    if (kind != 2) return kann_act16(kind, alpha, beta, v);
-    v = select(v, (float16)(alpha), v < (float16)(alpha));
-    return select(v, (float16)(beta), v > (float16)(beta));
-}
-
 /* Columns first + j * step (j < 16) of the row at `row`, lane by lane, 0 outside [0, w_in). */
 inline float16 kann_dwblock_gather16(global const float *row, int first, int step, int w_in) {
     float t[16];
@@ -402,7 +394,7 @@ kernel void f32_dwblock_rows(KANN_KERNEL_ARGS) {
                         e2 += w4.s2 * v;
                         e3 += w4.s3 * v;
                     }
-#define DB_EXPAND(j) e##j = kann_dwblock_act16(DB_ACT(act_exp), e##j + be##j);
+#define DB_EXPAND(j) e##j = kann_act16(DB_ACT(act_exp), e##j + be##j);
                     DB_FOR4(DB_EXPAND)
 #undef DB_EXPAND
                 } else {
@@ -421,7 +413,7 @@ kernel void f32_dwblock_rows(KANN_KERNEL_ARGS) {
 #define DB_PROJECT_ONE(m) acc##m += wp[m] * d;
 #define DB_PROJECT(j)                                                                              \
     if (cb + j < c_mid) {                                                                          \
-        const float16 d = kann_dwblock_act16(DB_ACT(act_dw), sum##j + (b_dw ? b_dw[c##j] : 0.0f)); \
+        const float16 d = kann_act16(DB_ACT(act_dw), sum##j + (b_dw ? b_dw[c##j] : 0.0f));         \
         global const float *wp = w_proj + (size_t)c##j * 12;                                       \
         DB_FOR12(DB_PROJECT_ONE)                                                                   \
     }
@@ -443,7 +435,7 @@ kernel void f32_dwblock_rows(KANN_KERNEL_ARGS) {
                 t[i] = i < lanes ? res[o + i] : 0.0f;                                              \
             v += vload16(0, t);                                                                    \
         }                                                                                          \
-        vstore16(kann_dwblock_act16(DB_ACT(act_proj), v), 0, t);                                   \
+        vstore16(kann_act16(DB_ACT(act_proj), v), 0, t);                                           \
         for (uint i = 0; i < lanes; i++)                                                           \
             y[o + i] = t[i];                                                                       \
     }

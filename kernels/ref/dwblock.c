@@ -10,14 +10,6 @@ void kann_f32_dwblock_ref(const void *args, const kann_exec *ex) {
                        kann_f32_dwconv2d_ref);
 }
 
-/* Every output's window along one axis reaches inside the input: it starts at most at the last
- * input and ends at least at the first (so every band reads at least one row of x). */
-static int window_inside(uint32_t n_out, uint32_t stride, uint32_t k, uint32_t dil, uint32_t pad,
-                         uint32_t n_in) {
-    return n_in > 0 && (uint64_t)pad <= (uint64_t)(k - 1) * dil &&
-           (n_out == 0 || (uint64_t)(n_out - 1) * stride <= (uint64_t)n_in - 1 + pad);
-}
-
 kann_status kann_dwblock_validate(const void *args, const kann_bounds *b, kann_error *err) {
     const kann_dwblock_args *a = args;
     kann_status s;
@@ -33,8 +25,8 @@ kann_status kann_dwblock_validate(const void *args, const kann_bounds *b, kann_e
     if (!kann_window_fits(a->h_out, a->stride_h, a->k_h, a->dil_h, a->pad_top, 0, a->h_in) ||
         !kann_window_fits(a->w_out, a->stride_w, a->k_w, a->dil_w, a->pad_left, 0, a->w_in))
         return kann_msg_set(err, KANN_E_CORRUPT, "dwblock: window coordinates too large");
-    if (!window_inside(a->h_out, a->stride_h, a->k_h, a->dil_h, a->pad_top, a->h_in) ||
-        !window_inside(a->w_out, a->stride_w, a->k_w, a->dil_w, a->pad_left, a->w_in))
+    if (!kann_dwblock_window_inside(a->h_out, a->stride_h, a->k_h, a->dil_h, a->pad_top, a->h_in) ||
+        !kann_dwblock_window_inside(a->w_out, a->stride_w, a->k_w, a->dil_w, a->pad_left, a->w_in))
         return kann_msg_set(err, KANN_E_CORRUPT, "dwblock: a window lies outside the input");
     uint32_t in_dims[3] = {a->c_mid, a->h_in, a->w_in},
              out_dims[3] = {a->c_mid, a->h_out, a->w_out};

@@ -4,11 +4,10 @@
  * 4.8 MB). Band by band they are never stored whole, which takes them out of the arena (what it
  * does to the speed: docs/performance.md): the expansion of the input rows a band's windows
  * read (e rows), the depthwise conv of those rows (d rows), then the projection of d into the
- * band's output rows. Each stage is the variant's own
- * kernel on the band: its conv2d_packed microkernel for the pointwise convs, its dwconv2d for
- * the depthwise conv, called on the band as a conv of its own (e rows dense, the band's padding
- * where the image has it). Static inline, so that each variant's translation unit compiles them
- * with its own ISA. */
+ * band's output rows. Each stage is the variant's own kernel on the band: its conv2d_packed
+ * microkernel for the pointwise convs, its dwconv2d for the depthwise conv, called on the band
+ * as a conv of its own (e rows dense, the band's padding where the image has it). Static
+ * inline, so that each variant's translation unit compiles them with its own ISA. */
 #ifndef KANN_REF_DWBLOCK_H
 #define KANN_REF_DWBLOCK_H
 
@@ -25,11 +24,24 @@ static inline uint64_t kann_dwblock_e_rows(const kann_dwblock_args *a) {
     return rows < a->h_in ? rows : a->h_in;
 }
 
+/* Every output's window along one axis reaches inside the input (n_in rows or columns): it
+ * starts at most at the last input and ends at least at the first, so every band reads at
+ * least one row of x. */
+static inline int kann_dwblock_window_inside(uint64_t n_out, uint64_t stride, uint64_t k,
+                                             uint64_t dil, uint64_t pad, uint64_t n_in) {
+    return n_in > 0 && k > 0 && pad <= (k - 1) * dil &&
+           (n_out == 0 || (n_out - 1) * stride <= n_in - 1 + pad);
+}
+
+/* Floats of the scratch's first part: c_mid planes of e rows (the d planes follow). */
+static inline uint64_t kann_dwblock_e_floats(const kann_dwblock_args *a) {
+    return (uint64_t)a->c_mid * kann_dwblock_e_rows(a) * a->w_in;
+}
+
 /* Scratch floats a stream needs: c_mid planes of e rows, then c_mid planes of band_rows
  * output rows of d. 0 on overflow past 2^40. */
 static inline uint64_t kann_dwblock_scratch(const kann_dwblock_args *a) {
-    uint64_t e = kann_dwblock_e_rows(a) * a->w_in, d = (uint64_t)a->band_rows * a->w_out;
-    uint64_t n = (uint64_t)a->c_mid * (e + d);
+    uint64_t n = kann_dwblock_e_floats(a) + (uint64_t)a->c_mid * a->band_rows * a->w_out;
     return n > ((uint64_t)1 << 40) ? 0 : n;
 }
 
@@ -116,11 +128,8 @@ static inline kann_dwconv2d_args kann_dwblock_dw_args(const kann_dwblock_args *a
  * (forward: the runs may overlap). */
 static inline void kann_dwblock_shift(float *e, size_t n, size_t plane, size_t w, size_t from,
                                       size_t rows) {
-    for (size_t c = 0; c < n; c++) {
-        float *p = e + c * plane;
-        for (size_t i = 0; i < rows * w; i++)
-            p[i] = p[from * w + i];
-    }
+    for (size_t c = 0; c < n; c++)
+        kann_copy_strided(e + c * plane, e + c * plane + from * w, rows * w, 1);
 }
 
 /* The band loop: the tile's output rows band_rows at a time, each band's stages by the
@@ -146,10 +155,10 @@ static inline __attribute__((always_inline)) void kann_dwblock_drive(const kann_
     float *y = kann_mref(ex, a->y), *e = kann_mref(ex, a->scratch);
     size_t w_in = a->w_in, in_plane = (size_t)a->h_in * w_in;
     size_t out_plane = (size_t)a->h_out * a->w_out, e_rows = (size_t)kann_dwblock_e_rows(a);
-    size_t e_plane = e_rows * w_in;
-    float *d = e + a->c_mid * e_plane;
+    size_t e_plane = e_rows * w_in, e_floats = (size_t)kann_dwblock_e_floats(a);
+    float *d = e + e_floats;
     kann_ref e_ref = a->scratch, d_ref = a->scratch;
-    d_ref.offset += a->c_mid * e_plane * sizeof(float);
+    d_ref.offset += e_floats * sizeof(float);
     size_t held0 = 0, held1 = 0; /* the input rows whose e rows the planes hold, from row 0 */
     for (size_t o0 = o_begin; o0 < o_end; o0 += a->band_rows) {
         size_t o1 = o_end - o0 < a->band_rows ? o_end : o0 + a->band_rows, r0, r1;
@@ -165,12 +174,8 @@ static inline __attribute__((always_inline)) void kann_dwblock_drive(const kann_
             kann_pointwise_band(ukr, nr, w_exp, a->c_mid, a->c_in, x + new0 * w_in, in_plane, n_new,
                                 b_exp, NULL, en, e_plane, &a->act_exp);
         } else {
-            for (size_t c = 0; c < a->c_mid; c++) {
-                const float *s = x + c * in_plane + new0 * w_in;
-                float *t = en + c * e_plane;
-                for (size_t i = 0; i < n_new; i++)
-                    t[i] = s[i];
-            }
+            for (size_t c = 0; c < a->c_mid; c++)
+                kann_copy_strided(en + c * e_plane, x + c * in_plane + new0 * w_in, n_new, 1);
         }
         if (r1 - r0 < e_rows && r1 == a->h_in)
             for (size_t c = 0; c < a->c_mid; c++)

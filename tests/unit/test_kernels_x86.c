@@ -1246,7 +1246,7 @@ static void test_dwblock_random(void **state) {
             size_t o1 = a.h_out - o0 < a.band_rows ? a.h_out : o0 + a.band_rows, r0, r1;
             kann_dwblock_rows(&a, o0, o1, &r0, &r1);
             kann_ref e = a.scratch, d = a.scratch;
-            d.offset += sizeof(float) * a.c_mid * kann_dwblock_e_rows(&a) * a.w_in;
+            d.offset += sizeof(float) * kann_dwblock_e_floats(&a);
             kann_dwconv2d_args da = kann_dwblock_dw_args(&a, e, d, o0, o1, r0);
             if (kann_dwconv2d_validate(&da, &bnd, &err) != KANN_OK)
                 fail_msg("dwblock band %zu..%zu: depthwise arguments refused: %s", o0, o1,
