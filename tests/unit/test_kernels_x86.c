@@ -815,8 +815,8 @@ static void test_dwconv2d_lanes(void **state) {
 
 /* Model-like shapes: maps of several bands (the SIMD variants copy a band of rows at a time),
  * odd sizes, 3x3 stride 1 and 2 as in MobileNet (the row path; on AVX-512 from 10 output
- * columns the straight path, which reads x where it lies) and next to them the shapes that
- * leave it (dilation, 5x5, 3x1, rows of 8 or fewer, rows too wide for a band of 8). */
+ * columns the straight path, which reads x where it lies, 5x5 too) and next to them the shapes
+ * that leave it (dilation, 7x7, 3x1, rows of 8 or fewer, rows too wide for a band of 8). */
 static void test_dwconv2d_model_shapes(void **state) {
     (void)state;
     rng_state = 101;
@@ -860,6 +860,18 @@ static void test_dwconv2d_model_shapes(void **state) {
         {1, 17, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1},
         {2, 35, 33, 47, 3, 3, 1, 1, 1, 1, 1, 1},
         {1, 3, 12, 100, 3, 3, 2, 2, 1, 1, 0, 0},
+        /* AVX-512's straight 5x5 path: MnasNet's and EfficientNet's maps (28x28, 14x14 and
+         * stride 2 from 56x56), padding 0 to 3, an odd width at stride 2, 10 output columns (its
+         * narrowest) and 9 (the lanes path), channels split in tiles */
+        {1, 3, 28, 28, 5, 5, 1, 1, 1, 1, 2, 2},
+        {1, 20, 14, 14, 5, 5, 1, 1, 1, 1, 2, 2},
+        {1, 5, 56, 57, 5, 5, 2, 2, 1, 1, 2, 2},
+        {1, 3, 30, 40, 5, 5, 1, 1, 1, 1, 0, 0},
+        {1, 3, 31, 45, 5, 5, 2, 2, 1, 1, 1, 1},
+        {1, 2, 14, 14, 5, 5, 1, 1, 1, 1, 3, 3},
+        {1, 17, 12, 12, 5, 5, 1, 1, 1, 1, 1, 1},
+        {1, 17, 13, 13, 5, 5, 1, 1, 1, 1, 0, 0},
+        {2, 3, 23, 41, 5, 5, 2, 2, 1, 1, 2, 2},
         /* AVX2's straight path from 2 output columns (1 column: the band path) */
         {1, 5, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1},
         {1, 5, 6, 1, 3, 3, 1, 1, 1, 1, 1, 1},
