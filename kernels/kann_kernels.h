@@ -789,8 +789,9 @@ extern const kann_kernel_info kann_kernels[KANN_KERNEL_COUNT];
 
 /* The granule at which a record of this kernel with these (validated) arguments may be cut into
  * parts: the tile [begin + i g, begin + j g) (or up to its end) of any i < j is valid wherever
- * the whole tile is, touches no scratch, and computes its outputs bit for bit as the whole
- * record does, in every variant. 0: the record runs only whole. *work: the record's
+ * the whole tile is, computes its outputs bit for bit as the whole record does, in every
+ * variant, and writes no byte another part writes (a scratch only at places of its own: a
+ * Winograd conv's blocks of tiles). 0: the record runs only whole. *work: the record's
  * multiply-adds (or compared elements), for an executor weighing the cut; 0 with no cut. */
 uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *work);
 

@@ -2,6 +2,7 @@
  * axes, reference function and validator of every kernel id. */
 #include "kann_kernels.h"
 #include "ref/conv2d_packed.h"
+#include "ref/conv2d_winograd.h"
 
 #define KANN_FAMILY(family, n_axes) enum { kann_axes_##family = n_axes };
 #include "families.def"
@@ -38,6 +39,16 @@ uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *wor
         double k = (double)a->c_in * a->k_h * a->k_w, hw = (double)a->h_out * a->w_out;
         *work = share * k * (t->axis == 0 ? hw : (double)a->c_out);
         return t->axis == 0 ? KANN_CONV_PANEL : KANN_CONV_PIXEL_GRANULE;
+    }
+    case KANN_KERNEL_F32_CONV2D_WINOGRAD: {
+        /* along the tiles only, in blocks: each block of the tile has its own place in the
+         * scratch (one for the streams, the call cut along tiles), so parts never share one;
+         * along output channels each part would transform every tile into the same place */
+        const kann_conv2d_winograd_args *a = args;
+        if (t->axis != 1) return 0;
+        double e = (double)kann_wino_edge(a);
+        *work = share * e * e * 9.0 * a->c_in * a->c_out;
+        return KANN_WINO_BLOCK;
     }
     case KANN_KERNEL_F32_DWCONV2D: {
         /* channels in 16-lane groups, or output rows */

@@ -182,9 +182,10 @@ kann_status kann_session_run_phase(kann_session *s, uint32_t *cursor);
 uint32_t kann_model_skip_phase(const kann_model *m, uint32_t cursor);
 /* For executors that share one record among threads: the granule g at which record r's tile
  * [*begin, *end) may be cut into parts that run at the same time, each computing its outputs
- * bit for bit as the whole record does; 0 when r runs only whole (a barrier, a kernel with a
- * scratch, r not a record of the model). *work (may be NULL): the record's multiply-adds, or
- * elements compared, when it may be cut (else 0). */
+ * bit for bit as the whole record does, no two parts writing the same byte; 0 when r runs only
+ * whole (a barrier, a kernel whose parts would share a scratch, r not a record of the model).
+ * *work (may be NULL): the record's multiply-adds, or elements compared, when it may be cut
+ * (else 0). */
 uint32_t kann_model_record_parts(const kann_model *m, uint32_t r, uint32_t *begin, uint32_t *end,
                                  double *work);
 /* Runs the part [begin, end) of record r's tile: the whole tile, or (g from

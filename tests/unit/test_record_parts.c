@@ -1,7 +1,8 @@
 /* Records cut into parts (kann_kernel_part_granule): for the pointwise and wide packed convs,
- * the depthwise conv and pooling, every variant, a record's tile run as parts cut at random
- * multiples of the granule writes the same bytes as the record run whole, and nothing outside
- * its output; a conv that gathers into a scratch is not cut. */
+ * the Winograd conv along its tiles, the depthwise conv and pooling, every variant, a record's
+ * tile run as parts cut at random multiples of the granule writes the same bytes as the record
+ * run whole, and nothing outside its output (and its scratch); a conv that gathers into a
+ * scratch is not cut, nor a Winograd conv along output channels. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include "kann_kernels.h"
 #include "kernel_variants.h"
 #include "ref/conv2d_packed.h"
+#include "ref/conv2d_winograd.h"
 #include "test_arena.h"
 #include "test_rng.h"
 
@@ -22,8 +24,11 @@ static uint32_t rnd(uint32_t lo, uint32_t hi) {
     return (uint32_t)rng_range(lo, hi);
 }
 
-/* Runs args whole with every variant of kernel, then as parts, and compares the arena. */
-static void check_parts(uint32_t kernel, void *args, size_t args_size, const char *what) {
+/* Runs args whole with every variant of kernel, then as parts, and compares the arena but
+ * scratch_floats floats at scratch (a kernel's working space, whose contents parts may leave
+ * elsewhere in it). */
+static void check_parts_but(uint32_t kernel, void *args, size_t args_size, const char *what,
+                            kann_ref scratch, size_t scratch_floats) {
     kann_tile *t = args;
     double work;
     uint32_t g = kann_kernel_part_granule(kernel, args, &work);
@@ -61,6 +66,11 @@ static void check_parts(uint32_t kernel, void *args, size_t args_size, const cha
             vs[v].fn(part, &ex);
             begin = end;
         }
+        if (scratch_floats) {
+            size_t at = scratch.offset / sizeof(float);
+            memset(arena + at, 0, scratch_floats * sizeof(float));
+            memset(whole + at, 0, scratch_floats * sizeof(float));
+        }
         if (memcmp(arena, whole, bytes) != 0) {
             size_t i = 0;
             while (memcmp(&arena[i], &whole[i], sizeof(float)) == 0)
@@ -73,6 +83,10 @@ static void check_parts(uint32_t kernel, void *args, size_t args_size, const cha
     }
     free(start);
     free(whole);
+}
+
+static void check_parts(uint32_t kernel, void *args, size_t args_size, const char *what) {
+    check_parts_but(kernel, args, args_size, what, (kann_ref){0, 0, 0}, 0);
 }
 
 static void fill_random(void) {
@@ -120,6 +134,49 @@ static void packed_case(int wide) {
                        : random_tile(1, hw, KANN_CONV_PIXEL_GRANULE);
     assert_true(wide ? kann_conv2d_packed_wide(&a) : kann_conv2d_packed_pointwise(&a));
     check_parts(KANN_KERNEL_F32_CONV2D_PACKED, &a, sizeof a, wide ? "wide conv" : "pointwise conv");
+    free(arena);
+}
+
+/* A Winograd conv cut along its tiles: F(2x2, 3x3) or F(4x4, 3x3), grids of 1 to 80 tiles
+ * (several blocks of KANN_WINO_BLOCK, a short last one), padding 0 to 2. */
+static void winograd_case(void) {
+    kann_conv2d_winograd_args a;
+    memset(&a, 0, sizeof a);
+    a.transform = rnd(0, 1) ? KANN_WINO_F4X4 : KANN_WINO_F2X2;
+    a.c_in = rnd(1, 24);
+    a.c_out = rnd(1, 30);
+    a.pad = rnd(0, 2);
+    a.h_out = rnd(1, 36);
+    a.w_out = rnd(1, 36);
+    a.h_in = a.h_out + 2 - 2 * a.pad + rnd(0, a.pad);
+    a.w_in = a.w_out + 2 - 2 * a.pad + rnd(0, a.pad);
+    if (a.h_in < 1) a.h_in = 1;
+    if (a.w_in < 1) a.w_in = 1;
+    a.act.kind = rnd(0, 1) ? KANN_ACT_RELU : KANN_ACT_NONE;
+    size_t e = kann_wino_edge(&a), positions = kann_wino_positions(&a);
+    uint32_t T = (uint32_t)(((a.h_out + e - 1) / e) * ((a.w_out + e - 1) / e));
+    size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    size_t in = (size_t)a.c_in * a.h_in * a.w_in, out = (size_t)a.c_out * a.h_out * a.w_out;
+    size_t u = positions * panels * a.c_in * KANN_CONV_PANEL;
+    size_t scratch =
+        (T + KANN_WINO_BLOCK - 1) / KANN_WINO_BLOCK * positions * a.c_in * KANN_WINO_BLOCK;
+    arena = aligned_alloc(64, 64 * (in + u + a.c_out + 2 * out + scratch + 256));
+    assert_non_null(arena);
+    arena_used = 0;
+    a.x = alloc_floats(in);
+    a.u = alloc_floats(u);
+    if (rnd(0, 1)) a.bias = alloc_floats(a.c_out);
+    if (rnd(0, 1)) a.residual = alloc_floats(out);
+    a.y = alloc_floats(out);
+    a.scratch = alloc_floats(scratch);
+    fill_random();
+    a.tile = random_tile(1, T, KANN_WINO_BLOCK);
+    check_parts_but(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a, sizeof a, "winograd conv", a.scratch,
+                    scratch);
+    /* along output channels: not cut */
+    a.tile = (kann_tile){0, 0, a.c_out, 0};
+    double work = 1.0;
+    assert_int_equal(kann_kernel_part_granule(KANN_KERNEL_F32_CONV2D_WINOGRAD, &a, &work), 0);
     free(arena);
 }
 
@@ -184,6 +241,7 @@ static void test_parts_match_whole(void **state) {
     for (int i = 0; i < 60; i++) {
         packed_case(0);
         packed_case(1);
+        winograd_case();
         dw_case();
         pool_case();
     }
