@@ -4,8 +4,8 @@
  * load. 3x3 windows with stride 1 or 2 along the rows take the row path (8 output rows of one
  * vector share their loads); other windows run 8 vectors of the wide grid at once, the lanes
  * that hold output columns packed at the store (through a spilled vector: AVX2 has no
- * compress). Bias, residual and activation at the store. 3x3 stride-1 convs read their input
- * where it lies instead (d3_rows). */
+ * compress). Bias, residual and activation at the store. 3x3 and 5x5 stride-1 convs read
+ * their input where it lies instead (d3_rows). */
 #include <immintrin.h>
 
 #include "kann_x86.h"
@@ -165,11 +165,12 @@ static void band(const kann_dw_band_job *job) {
         band_rows(job->b, job->buf, job->wc, a->k_w, a->w_out, job->rows, job->y, job->res, &o, 2);
 }
 
-/* ---- 3x3, stride 1, straight from the planes --------------------------------------------- */
-/* As the AVX-512 variant's path: an output vector of 8 columns takes each input row as three
- * loads shifted by a column (lanes whose tap falls into the padding masked off), and D3_ROWS
- * output rows share the loads of the rows they read; no copy of the input. 4 rows: their
- * accumulators, the 9 weights and the 3 loads fill the 16 YMM registers. */
+/* ---- 3x3 and 5x5, stride 1, straight from the planes ------------------------------------ */
+/* As the AVX-512 variant's path: an output vector of 8 columns takes each input row as K loads
+ * shifted by a column (lanes whose tap falls into the padding masked off), and D3_ROWS output
+ * rows share the loads of the rows they read; no copy of the input. 4 rows: for 3x3 their
+ * accumulators, the 9 weights and the 3 loads fill the 16 YMM registers; the FMAs of 5x5
+ * broadcast its 25 weights from memory. */
 
 #define D3_ROWS 4
 
@@ -177,49 +178,67 @@ static void band(const kann_dw_band_job *job) {
  * (7x7 maps of 960 channels 142 -> 67 us, 112x112 of 32 channels 613 -> 316). */
 #define D3_MIN_WIDTH 2
 
-static int d3_fits(const kann_dwconv2d_args *a) {
-    return a->k_h == 3 && a->k_w == 3 && a->stride_h == 1 && a->stride_w == 1 && a->dil_h == 1 &&
-           a->dil_w == 1 && a->w_out >= D3_MIN_WIDTH;
+/* The window's side K when the conv takes the straight path, else 0. */
+static int d3_side(const kann_dwconv2d_args *a) {
+    int fits = a->k_h == a->k_w && (a->k_h == 3 || a->k_h == 5) && a->stride_h == 1 &&
+               a->stride_w == 1 && a->dil_h == 1 && a->dil_w == 1 && a->w_out >= D3_MIN_WIDTH;
+    return fits ? (int)a->k_h : 0;
 }
 
-/* Output rows [oh, oh + D3_ROWS) at columns [c0, c0 + 8) of the plane xc (m0, m1, m2: the lanes
- * whose tap kw = 0, 1, 2 reads an input column; a row outside the input loads as zero). */
+/* The weight of tap (kh, kw): from registers (wv, 3x3) or broadcast from wc (5x5). */
+static inline __attribute__((always_inline)) __m256 d3_w(const __m256 *wv, const float *wc, int kh,
+                                                         int kw, int K) {
+    return K == 3 ? wv[3 * kh + kw] : _mm256_set1_ps(wc[K * kh + kw]);
+}
+
+/* Output rows [oh, oh + D3_ROWS) at columns [c0, c0 + 8) of the plane xc (m0 .. m4: the lanes
+ * whose tap kw = 0 .. K - 1 reads an input column; a row outside the input loads as zero). The
+ * loads and masks are named, not arrays: arrays indexed in the unrolled loops stayed on the
+ * stack (3x3 on 112x112 7 % slower). */
 static inline __attribute__((always_inline)) void
-d3_block(const kann_dwconv2d_args *a, const float *xc, const __m256 *wv, __m256 bias, size_t oh,
-         ptrdiff_t c0, __m256i m0, __m256i m1, __m256i m2, __m256 *acc) {
+d3_block(const kann_dwconv2d_args *a, const float *xc, const __m256 *wv, const float *wc,
+         __m256 bias, size_t oh, ptrdiff_t c0, __m256i m0, __m256i m1, __m256i m2, __m256i m3,
+         __m256i m4, __m256 *acc, int K) {
 #pragma GCC unroll 4
     for (int r = 0; r < D3_ROWS; r++)
         acc[r] = bias;
     ptrdiff_t ih0 = (ptrdiff_t)oh - (ptrdiff_t)a->pad_top, h_in = (ptrdiff_t)a->h_in;
     const float *col = xc + c0 - (ptrdiff_t)a->pad_left;
     const __m256i none = _mm256_setzero_si256();
-#pragma GCC unroll 6
-    for (int j = 0; j < D3_ROWS + 2; j++) {
+#pragma GCC unroll 8
+    for (int j = 0; j < D3_ROWS + K - 1; j++) {
         ptrdiff_t ih = ih0 + j;
         int in = ih >= 0 && ih < h_in;
         const float *row = col + (in ? ih : 0) * (ptrdiff_t)a->w_in;
         __m256 x0 = _mm256_maskload_ps(row, in ? m0 : none);
         __m256 x1 = _mm256_maskload_ps(row + 1, in ? m1 : none);
         __m256 x2 = _mm256_maskload_ps(row + 2, in ? m2 : none);
-#pragma GCC unroll 3
-        for (int kh = 0; kh < 3; kh++) {
+        __m256 x3 = K > 3 ? _mm256_maskload_ps(row + 3, in ? m3 : none) : x2;
+        __m256 x4 = K > 3 ? _mm256_maskload_ps(row + 4, in ? m4 : none) : x2;
+#pragma GCC unroll 5
+        for (int kh = 0; kh < K; kh++) {
             int r = j - kh;
             if (r < 0 || r >= D3_ROWS) continue;
-            acc[r] = _mm256_fmadd_ps(wv[3 * kh], x0, acc[r]);
-            acc[r] = _mm256_fmadd_ps(wv[3 * kh + 1], x1, acc[r]);
-            acc[r] = _mm256_fmadd_ps(wv[3 * kh + 2], x2, acc[r]);
+            acc[r] = _mm256_fmadd_ps(d3_w(wv, wc, kh, 0, K), x0, acc[r]);
+            acc[r] = _mm256_fmadd_ps(d3_w(wv, wc, kh, 1, K), x1, acc[r]);
+            acc[r] = _mm256_fmadd_ps(d3_w(wv, wc, kh, 2, K), x2, acc[r]);
+            if (K > 3) {
+                acc[r] = _mm256_fmadd_ps(d3_w(wv, wc, kh, 3, K), x3, acc[r]);
+                acc[r] = _mm256_fmadd_ps(d3_w(wv, wc, kh, 4, K), x4, acc[r]);
+            }
         }
     }
 }
 
 /* The tile's channels and rows; CLAMP: the activation is a clamp (a constant per copy). */
 static inline __attribute__((always_inline)) void
-d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int CLAMP) {
+d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int K, int CLAMP) {
     const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
     float *y = kann_mref(ex, a->y);
     size_t x_plane = (size_t)a->h_in * a->w_in, y_plane = (size_t)a->h_out * a->w_out;
+    size_t taps = (size_t)K * K;
     dw_out o;
     o.act = &a->act;
     o.vec_act = kann_act_vectorizes(o.act);
@@ -228,11 +247,12 @@ d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int 
     int64_t w_in = (int64_t)a->w_in;
     for (size_t n = 0; n < a->n; n++) {
         for (size_t c = rg.c_begin; c < rg.c_end; c++) {
-            const float *xc = x + (n * a->c_in + c) * x_plane;
+            const float *xc = x + (n * a->c_in + c) * x_plane, *wc = w + c * taps;
             size_t plane = (n * a->c_out + c) * y_plane;
             __m256 wv[9];
-            for (int t = 0; t < 9; t++)
-                wv[t] = _mm256_set1_ps(w[c * 9 + (size_t)t]);
+            if (K == 3)
+                for (int t = 0; t < 9; t++)
+                    wv[t] = _mm256_set1_ps(wc[t]);
             __m256 bv = _mm256_set1_ps(bias ? bias[c] : 0.0f);
             for (size_t oh = rg.oh_begin; oh < rg.oh_end; oh += D3_ROWS) {
                 size_t rows = rg.oh_end - oh < D3_ROWS ? rg.oh_end - oh : D3_ROWS;
@@ -242,11 +262,15 @@ d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int 
                     __m256i m0 = _mm256_and_si256(out, lanes(-iw0, w_in - iw0));
                     __m256i m1 = _mm256_and_si256(out, lanes(-iw0 - 1, w_in - iw0 - 1));
                     __m256i m2 = _mm256_and_si256(out, lanes(-iw0 - 2, w_in - iw0 - 2));
+                    __m256i m3 =
+                        K > 3 ? _mm256_and_si256(out, lanes(-iw0 - 3, w_in - iw0 - 3)) : m2;
+                    __m256i m4 =
+                        K > 3 ? _mm256_and_si256(out, lanes(-iw0 - 4, w_in - iw0 - 4)) : m2;
                     __m256 acc[D3_ROWS];
-                    d3_block(a, xc, wv, bv, oh, (ptrdiff_t)c0, m0, m1, m2, acc);
+                    d3_block(a, xc, wv, wc, bv, oh, (ptrdiff_t)c0, m0, m1, m2, m3, m4, acc, K);
                     float *yr = y + plane + oh * a->w_out + c0;
                     const float *rr = res ? res + plane + oh * a->w_out + c0 : NULL;
-                    uint32_t m = left >= LANES ? 0xffu : (1u << left) - 1u;
+                    uint32_t mo = left >= LANES ? 0xffu : (1u << left) - 1u;
 #pragma GCC unroll 4
                     for (size_t r = 0; r < D3_ROWS; r++) {
                         if (r >= rows) break;
@@ -257,7 +281,7 @@ d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int 
                             _mm256_maskstore_ps(yr + r * a->w_out, out,
                                                 _mm256_min_ps(o.hi, _mm256_max_ps(o.lo, v)));
                         } else {
-                            dw_store(v, m, yr + r * a->w_out, rr ? rr + r * a->w_out : NULL, &o);
+                            dw_store(v, mo, yr + r * a->w_out, rr ? rr + r * a->w_out : NULL, &o);
                         }
                     }
                 }
@@ -266,15 +290,24 @@ d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int 
     }
 }
 
+/* A function of its own for each window side (as in the AVX-512 variant). */
+static __attribute__((noinline)) void d3_3x3(const kann_dwconv2d_args *a, const kann_exec *ex,
+                                             kann_dw_range rg) {
+    kann_act_is_clamp(&a->act) ? d3_rows(a, ex, rg, 3, 1) : d3_rows(a, ex, rg, 3, 0);
+}
+
+static __attribute__((noinline)) void d3_5x5(const kann_dwconv2d_args *a, const kann_exec *ex,
+                                             kann_dw_range rg) {
+    kann_act_is_clamp(&a->act) ? d3_rows(a, ex, rg, 5, 1) : d3_rows(a, ex, rg, 5, 0);
+}
+
 void kann_f32_dwconv2d_avx2(const void *args, const kann_exec *ex) {
     const kann_dwconv2d_args *a = args;
     kann_dw_range rg = kann_dw_range_of(a);
-    if (d3_fits(a)) {
+    int side = d3_side(a);
+    if (side) {
         if (rg.c_begin >= rg.c_end || rg.oh_begin >= rg.oh_end) return;
-        if (kann_act_is_clamp(&a->act))
-            d3_rows(a, ex, rg, 1);
-        else
-            d3_rows(a, ex, rg, 0);
+        side == 3 ? d3_3x3(a, ex, rg) : d3_5x5(a, ex, rg);
         return;
     }
     kann_dw_drive(a, ex, rg, LANES, dw_row, band);

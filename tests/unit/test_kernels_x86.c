@@ -860,9 +860,10 @@ static void test_dwconv2d_model_shapes(void **state) {
         {1, 17, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1},
         {2, 35, 33, 47, 3, 3, 1, 1, 1, 1, 1, 1},
         {1, 3, 12, 100, 3, 3, 2, 2, 1, 1, 0, 0},
-        /* AVX-512's straight 5x5 path: MnasNet's and EfficientNet's maps (28x28, 14x14 and
-         * stride 2 from 56x56), padding 0 to 3, an odd width at stride 2, 10 output columns (its
-         * narrowest) and 9 (the lanes path), channels split in tiles */
+        /* the straight 5x5 path (AVX-512 at stride 1 and 2 from 10 output columns, AVX2 at
+         * stride 1): MnasNet's and EfficientNet's maps (28x28, 14x14 and stride 2 from 56x56),
+         * padding 0 to 3, an odd width at stride 2, 10 output columns and 9 (AVX-512's lanes
+         * path), channels split in tiles */
         {1, 3, 28, 28, 5, 5, 1, 1, 1, 1, 2, 2},
         {1, 20, 14, 14, 5, 5, 1, 1, 1, 1, 2, 2},
         {1, 5, 56, 57, 5, 5, 2, 2, 1, 1, 2, 2},
