@@ -488,14 +488,16 @@ static void set_phase(kc_program *p, int first, int end) {
     }
 }
 
-/* Whether the host pool may cut record t of call c into parts that other threads run
- * (kann_kernel_part_granule, on the arguments as they will be emitted). */
+/* Whether the host pool may cut record t of call c into parts that other threads run: a
+ * granule (kann_kernel_part_granule, on the arguments as they will be emitted) and more than
+ * one of them in the tile. */
 static int record_shares(const kc_graph *g, const kc_call *c, const kc_tile_record *t, int st) {
     _Alignas(8) unsigned char args[KC_MAX_ARGS_BYTES];
     if (c->args_size > sizeof args) abort();
     kc_call_args(g, c, t, st, args);
     double work;
-    return kann_kernel_part_granule((uint32_t)c->kernel, args, &work) != 0;
+    uint32_t granule = kann_kernel_part_granule((uint32_t)c->kernel, args, &work);
+    return granule != 0 && t->end - t->begin > granule;
 }
 
 /* Within each phase of stream st's records (independent calls, any order), those the pool may
