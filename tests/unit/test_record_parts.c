@@ -148,10 +148,11 @@ static void winograd_case(void) {
     a.pad = rnd(0, 2);
     a.h_out = rnd(1, 36);
     a.w_out = rnd(1, 36);
-    a.h_in = a.h_out + 2 - 2 * a.pad + rnd(0, a.pad);
-    a.w_in = a.w_out + 2 - 2 * a.pad + rnd(0, a.pad);
-    if (a.h_in < 1) a.h_in = 1;
-    if (a.w_in < 1) a.w_in = 1;
+    /* at least the rows and columns the windows reach past the padding, at least one */
+    int64_t h_in = (int64_t)a.h_out + 2 - 2 * (int64_t)a.pad + rnd(0, a.pad);
+    int64_t w_in = (int64_t)a.w_out + 2 - 2 * (int64_t)a.pad + rnd(0, a.pad);
+    a.h_in = h_in < 1 ? 1 : (uint32_t)h_in;
+    a.w_in = w_in < 1 ? 1 : (uint32_t)w_in;
     a.act.kind = rnd(0, 1) ? KANN_ACT_RELU : KANN_ACT_NONE;
     size_t e = kann_wino_edge(&a), positions = kann_wino_positions(&a);
     uint32_t T = (uint32_t)(((a.h_out + e - 1) / e) * ((a.w_out + e - 1) / e));
@@ -160,7 +161,9 @@ static void winograd_case(void) {
     size_t u = positions * panels * a.c_in * KANN_CONV_PANEL;
     size_t scratch =
         (T + KANN_WINO_BLOCK - 1) / KANN_WINO_BLOCK * positions * a.c_in * KANN_WINO_BLOCK;
-    arena = aligned_alloc(64, 64 * (in + u + a.c_out + 2 * out + scratch + 256));
+    /* six pieces, each rounded up to 16 floats (alloc_floats) */
+    size_t floats = in + u + a.c_out + 2 * out + scratch + 6 * 16;
+    arena = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
     assert_non_null(arena);
     arena_used = 0;
     a.x = alloc_floats(in);
