@@ -142,11 +142,8 @@ static int packed_run(kt *k, conv_window c) {
     /* The reference gathers its input into the scratch, which the OpenCL kernels never
      * touch: run it once beforehand so that the scratch already holds what it writes, then
      * put garbage back into y. */
-    if (a.scratch.space != KANN_SPACE_NONE) {
-        kann_exec ex = {k->arena.data, k->consts.data};
-        kann_kernels[KANN_KERNEL_F32_CONV2D_PACKED].ref(&a, &ex);
-        kt_fill_f32(k, a.y, a.c_out * hw, -9.0f, 9.0f);
-    }
+    if (a.scratch.space != KANN_SPACE_NONE)
+        kt_preset_scratch(k, KANN_KERNEL_F32_CONV2D_PACKED, &a, a.y, a.c_out * hw);
     kann_ocl_launch l;
     kann_error e;
     int lanes =

@@ -106,6 +106,16 @@ static inline kann_ref kt_output(kt *k, size_t bytes, size_t align) {
     return kt_alloc(k, 0, bytes, align);
 }
 
+/* For a kernel whose reference writes a scratch that an OpenCL kernel leaves alone: runs the
+ * reference once, so that the scratch already holds what it writes, then puts garbage back into
+ * the n floats of its output y. */
+static inline void kt_preset_scratch(kt *k, uint32_t kernel, const void *args, kann_ref y,
+                                     size_t n) {
+    kann_exec ex = {k->arena.data, k->consts.data};
+    kann_kernels[kernel].ref(args, &ex);
+    kt_fill_f32(k, y, n, -9.0f, 9.0f);
+}
+
 static inline int kt_have_device(void) {
     if (kt_dev.ready) return !kt_dev.absent;
     kt_dev.ready = 1;

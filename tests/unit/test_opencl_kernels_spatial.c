@@ -236,9 +236,8 @@ static void test_conv2d_maxpool(void **state) {
             a.tile = kt_tile(&k, a.h_out);
             a.tile.axis = 1;
         }
-        kann_exec ex = {k.arena.data, k.consts.data};
-        kann_kernels[KANN_KERNEL_F32_CONV2D_MAXPOOL].ref(&a, &ex);
-        kt_fill_f32(&k, a.y, (size_t)a.c_out * a.h_out * a.w_out, -9.0f, 9.0f);
+        kt_preset_scratch(&k, KANN_KERNEL_F32_CONV2D_MAXPOOL, &a, a.y,
+                          (size_t)a.c_out * a.h_out * a.w_out);
         kt_run(&k, KANN_KERNEL_F32_CONV2D_MAXPOOL, &a, sizeof a, 0);
         kt_free(&k);
     }
@@ -316,9 +315,7 @@ static void dwblock_cases(cl_device_type style) {
         kann_error err;
         if (kann_dwblock_validate(&a, &bd, &err) != KANN_OK)
             fail_msg("dwblock arguments refused: %s", err.message);
-        kann_exec ex = {k.arena.data, k.consts.data};
-        kann_kernels[KANN_KERNEL_F32_DWBLOCK].ref(&a, &ex);
-        kt_fill_f32(&k, a.y, out, -9.0f, 9.0f);
+        kt_preset_scratch(&k, KANN_KERNEL_F32_DWBLOCK, &a, a.y, out);
         kt_run(&k, KANN_KERNEL_F32_DWBLOCK, &a, sizeof a, 0);
         kt_free(&k);
     }
