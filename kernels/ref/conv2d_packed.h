@@ -534,9 +534,11 @@ kann_conv2d_packed_drive_phase(const kann_conv2d_packed_args *a, const kann_exec
  * most KANN_CONV_DIRECT_STAGE floats, and at least KANN_CONV_DIRECT_MIN_C_OUT output channels:
  * a pass computes them 16 at a time, so fewer leave most of its work unused (the 4-channel
  * groups of resnext50_32x4d's first grouped conv, 56x56: 1.58 ms direct, 0.49 ms on the wide
- * path, one thread). */
+ * path, one thread). The reduction limit takes alexnet's 11x11 stride-4 stem (K = 363: 1.88 ms
+ * gathered, 1.65 direct, one thread); its weights, 23 KiB a group of 16 channels, still stay in
+ * the L1 cache while a row's blocks pass. */
 #define KANN_CONV_DIRECT_MAX_C_IN 4
-#define KANN_CONV_DIRECT_MAX_K 160
+#define KANN_CONV_DIRECT_MAX_K 384
 #define KANN_CONV_DIRECT_STAGE 12288
 #define KANN_CONV_DIRECT_MIN_C_OUT 16
 
@@ -549,19 +551,31 @@ static inline size_t kann_conv2d_direct_row(const kann_conv2d_packed_args *a) {
     return (w + 15) / 16 * 16;
 }
 
-/* A conv of the direct path's shape: few input channels, a short reduction, a copy that fits
- * (an image stem; the compiler fuses such a stem with the max pool after it). */
-static inline int kann_conv2d_packed_stem(const kann_conv2d_packed_args *a) {
+/* A conv of the direct path's shape with at most max_k reduction steps: few input channels, a
+ * copy that fits. */
+static inline int kann_conv2d_packed_direct_shape(const kann_conv2d_packed_args *a,
+                                                  uint64_t max_k) {
     uint64_t K = (uint64_t)a->c_in * a->k_h * a->k_w;
-    if (a->c_in > KANN_CONV_DIRECT_MAX_C_IN || K == 0 || K > KANN_CONV_DIRECT_MAX_K ||
-        a->stride_w == 0 || a->stride_h == 0 || a->w_out == 0 || kann_conv2d_packed_pointwise(a))
+    if (a->c_in > KANN_CONV_DIRECT_MAX_C_IN || K == 0 || K > max_k || a->stride_w == 0 ||
+        a->stride_h == 0 || a->w_out == 0 || kann_conv2d_packed_pointwise(a))
         return 0;
     return (uint64_t)a->c_in * a->k_h * a->stride_w * kann_conv2d_direct_row(a) <=
            KANN_CONV_DIRECT_STAGE;
 }
 
+/* The image stems the compiler fuses with the max pool after them (f32_conv2d_maxpool): the
+ * direct path's shape, at most KANN_CONV_STEM_MAX_K reduction steps. Over longer reductions the
+ * other variants, which compute the fused conv a row at a time through their packed tiles, are
+ * slower fused than apart (alexnet's 11x11 stem and its pool on AVX2, one thread: 2.62 ms as
+ * two records, 3.10 as one), and the AVX-512 direct path gains nothing (1.50 either way). */
+#define KANN_CONV_STEM_MAX_K 160
+static inline int kann_conv2d_packed_stem(const kann_conv2d_packed_args *a) {
+    return kann_conv2d_packed_direct_shape(a, KANN_CONV_STEM_MAX_K);
+}
+
 static inline int kann_conv2d_packed_direct(const kann_conv2d_packed_args *a) {
-    return kann_conv2d_packed_stem(a) && a->c_out >= KANN_CONV_DIRECT_MIN_C_OUT;
+    return kann_conv2d_packed_direct_shape(a, KANN_CONV_DIRECT_MAX_K) &&
+           a->c_out >= KANN_CONV_DIRECT_MIN_C_OUT;
 }
 
 /* The loop nest of the pointwise and gather paths: pixel blocks; in each, the gather (unless

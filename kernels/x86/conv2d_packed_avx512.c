@@ -478,6 +478,26 @@ direct_sums(const float *w, const float *src, const ptrdiff_t *off, size_t K, __
     }
 }
 
+/* The same over 8 pixels (j < 8) in YMM registers, for a row's last block of at most 8: the
+ * FMAs of a 256-bit vector take half a 512-bit one's issue, so a ragged tail costs half a block
+ * (alexnet's 11x11 stride-4 stem, 55 columns as 16 + 16 + 16 + 7, one thread: 1.65 -> 1.5 ms). */
+static inline __attribute__((always_inline)) void
+direct_sums8(const float *w, const float *src, const ptrdiff_t *off, size_t K, __m512 acc[16]) {
+    __m256 a8[16];
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; c++)
+        a8[c] = _mm256_setzero_ps();
+    for (size_t k = 0; k < K; k++, w += 16) {
+        __m256 b = _mm256_loadu_ps(src + off[k]);
+#pragma GCC unroll 16
+        for (int c = 0; c < 16; c++)
+            a8[c] = _mm256_fmadd_ps(_mm256_set1_ps(w[c]), b, a8[c]);
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; c++)
+        acc[c] = _mm512_zextps256_ps512(a8[c]);
+}
+
 /* What one pass over a tile's rows needs. */
 typedef struct direct_pass {
     const kann_conv2d_packed_args *a;
@@ -499,7 +519,10 @@ static inline __attribute__((always_inline)) void direct_block(const direct_pass
     __mmask16 m = lanes(0, n);
     size_t at = oh * a->w_out + ow0;
     __m512 acc[16];
-    direct_sums(d->wt + g * d->K * 16, d->st + ow0, d->off, d->K, acc);
+    if (n <= 8)
+        direct_sums8(d->wt + g * d->K * 16, d->st + ow0, d->off, d->K, acc);
+    else
+        direct_sums(d->wt + g * d->K * 16, d->st + ow0, d->off, d->K, acc);
     size_t nl = d->nc - g * 16 < 16 ? d->nc - g * 16 : 16;
     for (size_t l = 0; l < nl; l++) {
         size_t ch = g * 16 + l;
@@ -703,6 +726,35 @@ typedef struct maxpool_direct {
     const float *bt; /* the pass's biases, 16 per group, 0 past its channels */
 } maxpool_direct;
 
+/* NP pixels (16, or 8 for a row's last few) of one group from the window rows' copy at src into
+ * out ([pixel][16 channels]): the FMAs are per pixel, so a ragged tail of 8 or fewer costs half
+ * a block (alexnet's 11x11 stem, 55 columns). */
+static inline __attribute__((always_inline)) void maxpool_direct_block(const direct_pass *d,
+                                                                       const float *wg, __m512 bias,
+                                                                       const float *src, float *out,
+                                                                       const int NP) {
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < NP; j++)
+        acc[j] = bias;
+    for (size_t k = 0; k < d->K; k++) {
+        __m512 wv = _mm512_loadu_ps(wg + k * 16);
+        const float *p = src + d->off[k];
+        /* p opaque: each pixel's input a displacement from it, not an index register */
+        __asm__("" : "+r"(p));
+#pragma GCC unroll 16
+        for (int j = 0; j < NP; j++)
+            acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), wv, acc[j]);
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < NP; j++)
+        _mm512_storeu_ps(out + 16 * j,
+                         d->vec_act ? vf_act(acc[j], &d->a->act, d->lo, d->hi) : acc[j]);
+    if (!d->vec_act)
+        for (size_t e = 0; e < (size_t)NP * 16; e++)
+            out[e] = kann_act_apply(&d->a->act, out[e]);
+}
+
 /* Conv row i of the pass's channels into its ring slot, 16 channels of a pixel together
  * ([group][column][16]): per block of 16 pixels, acc[j] = the 16 channels of pixel j, each
  * reduction step one vector of weights and 16 FMAs broadcasting one input each (no transpose:
@@ -722,28 +774,10 @@ static void maxpool_direct_row(const kann_conv2d_maxpool_args *a, const kann_exe
         __m512 bias = _mm512_loadu_ps(md->bt + g * 16);
         float *out = slot + g * w16 * 16;
         for (size_t ow = 0; ow < w; ow += 16) {
-            __m512 acc[16];
-            const float *src = d->st + ow;
-#pragma GCC unroll 16
-            for (int j = 0; j < 16; j++)
-                acc[j] = bias;
-            for (size_t k = 0; k < K; k++) {
-                __m512 wv = _mm512_loadu_ps(wg + k * 16);
-                const float *p = src + d->off[k];
-                /* p opaque: each pixel's input a displacement from it, not an index register */
-                __asm__("" : "+r"(p));
-#pragma GCC unroll 16
-                for (int j = 0; j < 16; j++)
-                    acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), wv, acc[j]);
-            }
-            float *o = out + ow * 16;
-#pragma GCC unroll 16
-            for (int j = 0; j < 16; j++)
-                _mm512_storeu_ps(o + 16 * j,
-                                 d->vec_act ? vf_act(acc[j], &d->a->act, d->lo, d->hi) : acc[j]);
-            if (!d->vec_act)
-                for (size_t e = 0; e < 16 * 16; e++)
-                    o[e] = kann_act_apply(&d->a->act, o[e]);
+            if (w - ow <= 8)
+                maxpool_direct_block(d, wg, bias, d->st + ow, out + ow * 16, 8);
+            else
+                maxpool_direct_block(d, wg, bias, d->st + ow, out + ow * 16, 16);
         }
     }
 }

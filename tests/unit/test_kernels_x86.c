@@ -528,16 +528,17 @@ static void test_conv2d_packed_rows_narrow(void **state) {
     assert_true(rows > 60); /* most cases took the rows path */
 }
 
-/* The AVX-512 direct path: 1 to 4 input channels, windows up to 7x7 (and a few over its
- * reduction limit), strides 1 to 3, dilation, padding up to 3 (or pad2d before a stride-1 conv),
- * rows of 1 to 70 columns (ragged blocks of 16 pixels), 1 to 80 output channels (passes of 64,
+/* The AVX-512 direct path: 1 to 4 input channels, windows up to 9x9 (and a few over its
+ * reduction limit), strides 1 to 4 (the copy's phases split 2, 3 or 4 ways), dilation, padding
+ * up to 3 (or pad2d before a stride-1 conv), rows of 1 to 70 columns (ragged blocks of 16
+ * pixels, tails of 8 or fewer in half-width registers), 1 to 80 output channels (passes of 64,
  * ragged groups of 16), tiles along channels at panel bounds and along pixels inside rows. */
 static void test_conv2d_packed_direct_random(void **state) {
     (void)state;
     rng_state = 77;
     int direct = 0;
     for (int i = 0; i < 150; i++) {
-        conv_case cc = random_conv_case(4, 80, 7, 3, 3, 24, 70);
+        conv_case cc = random_conv_case(4, 80, 9, 4, 3, 24, 70);
         cc.via_pad = cc.stride == 1 && i % 2;
         run_conv_case(&cc);
         kann_conv2d_packed_args a = conv_case_shape(&cc);
@@ -558,6 +559,10 @@ static void test_conv2d_packed_model_shapes(void **state) {
         {64, 128, 14, 14, 1, 1, 2, 1, 0, 0},
         {3, 32, 24, 24, 3, 3, 2, 1, 1, 0},
         {3, 16, 40, 224, 3, 3, 2, 1, 1, 0}, /* full-width stem rows (direct path) */
+        /* alexnet's 11x11 stride-4 stem (K = 363, rows of 55 = 3 * 16 + 7) and convnext's
+         * 4x4 stride-4 patches (rows of 18 = 16 + 2): direct, 4 column phases */
+        {3, 64, 23, 227, 11, 11, 4, 1, 2, 0},
+        {3, 96, 12, 72, 4, 4, 4, 1, 0, 0},
         {40, 13, 300, 1, 1, 1, 1, 1, 0, 0},
         {300, 20, 5, 7, 1, 1, 1, 1, 0, 0},
         {64, 64, 28, 28, 3, 3, 1, 1, 1, 0},
@@ -975,7 +980,7 @@ static void test_pool2d_random(void **state) {
 
 /* The fused conv and max pool against the conv2d reference into a whole map, max-pooled by the
  * pool2d reference: 1 to 4 input channels (the AVX-512 direct path; one case in 4 up to 20, the
- * 12 x 32 tile), windows up to 7x7, strides 1 to 3, dilation, padding, 1 to 80 output channels
+ * 12 x 32 tile), windows up to 9x9, strides 1 to 4, dilation, padding, 1 to 80 output channels
  * (passes of 64, ragged groups of 16), pool windows 1 to 4 at strides 1 to 3 with padding below
  * the window and last windows cut by the map's end (ceil mode), rows from 1 to 70 columns and one
  * case in 8 224 wide (a stem's rows); two complementary tiles on a random axis. */
@@ -985,8 +990,8 @@ static void test_conv2d_maxpool_random(void **state) {
     int cases = 0;
     for (int i = 0; i < 160; i++) {
         uint32_t c_in = i % 4 == 3 ? rng_range(5, 20) : rng_range(1, 4);
-        uint32_t c_out = rng_range(1, 80), k_h = rng_range(1, 7), k_w = rng_range(1, 7);
-        uint32_t stride = rng_range(1, 3), dil = rng_range(1, 4) == 1 ? 2 : 1;
+        uint32_t c_out = rng_range(1, 80), k_h = rng_range(1, 9), k_w = rng_range(1, 9);
+        uint32_t stride = rng_range(1, 4), dil = rng_range(1, 4) == 1 ? 2 : 1;
         uint32_t pad = rng_range(0, 3);
         uint32_t h_in = rng_range(1, 24), w_in = i % 8 == 5 ? 224 : rng_range(1, 70);
         if (i % 8 == 5) h_in = rng_range(1, 12);
@@ -1356,7 +1361,7 @@ static void test_matmul_random(void **state) {
     rng_state = 5;
     for (int i = 0; i < 160; i++) {
         uint32_t batch = rng_range(1, 2), m = rng_range(0, 1) ? rng_range(1, 5) : rng_range(6, 40),
-                 n = m <= 2 && rng_range(0, 3) == 0 ? rng_range(1000, 2100) : rng_range(1, 150),
+                 n = m <= 2 && rng_range(0, 3) == 0 ? rng_range(1000, 9000) : rng_range(1, 150),
                  k = rng_range(0, 70);
         int trans_b = rng_range(0, 3) == 0;
         size_t out = (size_t)batch * m * n;
