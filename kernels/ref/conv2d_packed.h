@@ -265,8 +265,11 @@ void kann_conv_microkernel_ref(const kann_conv_tile *t);
  * KANN_CONV_BLOCK_BYTES) is read again from L2 by every panel. One core, the caches flushed
  * between calls, 10th percentile of 100: mobilenet_v2's 16 -> 96 on 112x112 807 -> 509 µs,
  * 24 -> 144 on 56x56 331 -> 240, 32 -> 192 on 28x28 114 -> 97, squeezenet1_1's 64 -> 256 on 55x55
- * 1236 -> 1113; with the caches warm and on 14x14 and 7x7 maps unchanged within 1-7 %. */
-#define KANN_CONV_FIRST_PANELS 4
+ * 1236 -> 1113; with the caches warm and on 14x14 and 7x7 maps unchanged within 1-7 %. From 2
+ * panels on, not 4: inside regnet_x_400mf (`--profile`, one thread) its 32 -> 32 on 112x112 0.34-
+ * 0.38 -> 0.27 ms and on 56x56 0.10-0.11 -> 0.09, whole runs 1 % faster (7 of 8 alternated
+ * rounds on two threads), mobilenet_v2 and squeezenet1_1 within 0.5 %. */
+#define KANN_CONV_FIRST_PANELS 2
 static inline int kann_conv2d_packed_panels_first(int pointwise, size_t k, size_t n_panels) {
     return pointwise && k <= KANN_CONV_KC && n_panels >= KANN_CONV_FIRST_PANELS;
 }
