@@ -41,9 +41,17 @@ void kc_bind(kc_call *c, size_t field, int v, int64_t byte_offset, int write) {
     f->field = (uint32_t)field;
     f->value = v;
     f->byte_offset = byte_offset;
+    f->byte_len = 0;
     f->write = write;
     f->copies = 0;
     f->private_all = 0;
+}
+
+void kc_bind_slice(kc_call *c, size_t field, int v, int64_t byte_offset, int64_t byte_len,
+                   int write) {
+    if (v < 0) return;
+    kc_bind(c, field, v, byte_offset, write);
+    c->fixups[c->n_fixups - 1].byte_len = byte_len;
 }
 
 void kc_set_tile(kc_call *c, uint32_t extent0, uint32_t granule0, uint32_t extent1,

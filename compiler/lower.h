@@ -17,6 +17,9 @@ typedef struct kc_fixup {
     uint32_t field; /* byte offset of the kann_ref inside the argument struct */
     int value; /* value index */
     int64_t byte_offset; /* inside the value */
+    /* > 0: the kernel touches only these bytes from byte_offset (a group's slice, kc_bind_slice);
+     * 0: a binding with an offset of its own may touch all of the value's root. */
+    int64_t byte_len;
     int write; /* the kernel writes it */
     /* A scratch every tile along axis 0 writes whole (kc_bind_scratch): the value holds this
      * many equal copies, and stream st's records along axis 0 address copy st (tiles along

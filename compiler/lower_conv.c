@@ -206,11 +206,15 @@ static kc_call *packed_call(kc_graph *g, kc_program *p, int id, const kann_conv2
                             int64_t res_off, int y, int64_t y_off) {
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_PACKED, id);
     *(kann_conv2d_packed_args *)c->args = *args;
-    kc_bind(c, offsetof(kann_conv2d_packed_args, x), x, x_off, 0);
+    int64_t fl = (int64_t)sizeof(float), hw = (int64_t)args->h_out * args->w_out;
+    /* slices: a group's channels of x, residual and y are all the call touches of them */
+    kc_bind_slice(c, offsetof(kann_conv2d_packed_args, x), x, x_off,
+                  (int64_t)args->c_in * args->h_in * args->w_in * fl, 0);
     kc_bind(c, offsetof(kann_conv2d_packed_args, w), panels, 0, 0);
     kc_bind(c, offsetof(kann_conv2d_packed_args, bias), b, b_off, 0);
-    kc_bind(c, offsetof(kann_conv2d_packed_args, residual), res, res_off, 0);
-    kc_bind(c, offsetof(kann_conv2d_packed_args, y), y, y_off, 1);
+    kc_bind_slice(c, offsetof(kann_conv2d_packed_args, residual), res, res_off,
+                  args->c_out * hw * fl, 0);
+    kc_bind_slice(c, offsetof(kann_conv2d_packed_args, y), y, y_off, args->c_out * hw * fl, 1);
     kc_set_tile(c, args->c_out, KANN_CONV_PANEL, args->h_out * args->w_out,
                 KANN_CONV_PIXEL_GRANULE);
     c->macs = (double)args->c_out * args->h_out * args->w_out * args->c_in * args->k_h * args->k_w;
@@ -393,6 +397,16 @@ static int lower_conv_maxpool(kc_graph *g, kc_program *p, int id, const kann_con
     return 1;
 }
 
+/* Whether the G group calls of conv a run whole, each on one of P streams: when they read x in
+ * place (no scratch: stride 1 on the padded input, or pointwise) and are enough to balance
+ * (a multiple of P, or at least 4 a stream). Cut into tiles, a group's 16 channels split 12 + 4
+ * and a 7x7 map's 49 pixels 32 + 17, both far slower a pixel than whole groups, and every group
+ * waits at a barrier of its own. */
+static int groups_whole(const kann_conv2d_packed_args *a, uint32_t G, int P) {
+    return P > 1 && G >= (uint32_t)P && (G % (uint32_t)P == 0 || G >= 4 * (uint32_t)P) &&
+           (kann_conv2d_packed_pointwise(a) || kann_conv2d_packed_wide(a));
+}
+
 /* A conv on the packed kernel: one call, or with groups one call per group, each a group-1 conv
  * on its slice of the channels (input, weight rows, bias, residual and output slices are
  * contiguous in NCHW), all reading the input padded once when they take the wide path. */
@@ -440,13 +454,23 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
             y_group = (int64_t)a->c_out * hw * fl;
     if (groups == 1 && kann_conv2d_packed_pointwise(a) && lower_summed(g, p, id, a, x, w, b, y))
         return;
-    for (uint32_t gi = 0; gi < groups; gi++) {
+    /* Groups that read x in place run whole, in runs of consecutive groups per stream */
+    int P = p->streams > 1 ? p->streams : 1;
+    uint32_t bounds[KC_MAX_STREAMS + 1];
+    int whole = groups_whole(a, groups, P);
+    if (whole) kc_spread(groups, 1, P, bounds);
+    for (uint32_t gi = 0, st = 0; gi < groups; gi++) {
         int panels = pack_weight_panels(g, w, (size_t)gi * a->c_out, a->c_out, K, 0, K);
         /* x read in place (pointwise, wide): tiles along channels or pixels, whichever
          * balances */
         kc_call *c = packed_call(g, p, id, a, x, gi * x_group, panels, b,
                                  (int64_t)gi * a->c_out * fl, n->epi.residual, gi * y_group, y,
                                  gi * y_group);
+        if (whole) {
+            while (gi >= bounds[st + 1])
+                st++;
+            c->stream = (int)st;
+        }
         if (!kann_conv2d_packed_pointwise(a) && !kann_conv2d_packed_wide(a)) {
             /* The gathered B of a tile's pixels: a tile along output channels gathers them
              * all. */

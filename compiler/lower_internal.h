@@ -16,6 +16,9 @@ static inline int kc_input(const kc_node *n, int i) {
 
 kc_call *kc_new_call(kc_graph *g, kc_program *p, int kernel, int node);
 void kc_bind(kc_call *c, size_t field, int v, int64_t byte_offset, int write);
+/* kc_bind of the byte_len bytes at byte_offset that the kernel alone touches in v. */
+void kc_bind_slice(kc_call *c, size_t field, int v, int64_t byte_offset, int64_t byte_len,
+                   int write);
 void kc_set_tile(kc_call *c, uint32_t extent0, uint32_t granule0, uint32_t extent1,
                  uint32_t granule1);
 kann_act kc_node_act(const kc_node *n);

@@ -451,8 +451,9 @@ static uint64_t span_end(uint64_t lo, double bytes) {
 }
 
 /* The bytes call c touches through its fixups: a value's own bytes (a view's inside its root),
- * the whole root where the binding adds an offset of its own (a group's slice). Constants are
- * never written and take no part. Returns the count. */
+ * a slice's bytes where the binding gives their length (kc_bind_slice), else the whole root
+ * where the binding adds an offset of its own. Constants are never written and take no part.
+ * Returns the count. */
 static int call_spans(const kc_graph *g, const kc_call *c, span *out) {
     int n = 0;
     for (int k = 0; k < c->n_fixups; k++) {
@@ -460,10 +461,15 @@ static int call_spans(const kc_graph *g, const kc_call *c, span *out) {
         if (f->value < 0 || kc_is_const(g, f->value)) continue;
         int64_t off;
         int root = kc_value_root(g, f->value, &off);
-        int whole = f->byte_offset != 0;
+        int whole = f->byte_offset != 0 && f->byte_len <= 0;
         out[n].root = root;
-        out[n].lo = whole ? 0 : (uint64_t)off;
-        out[n].hi = span_end(out[n].lo, value_bytes(g, whole ? root : f->value));
+        if (f->byte_len > 0) {
+            out[n].lo = (uint64_t)(off + f->byte_offset);
+            out[n].hi = span_end(out[n].lo, (double)f->byte_len);
+        } else {
+            out[n].lo = whole ? 0 : (uint64_t)off;
+            out[n].hi = span_end(out[n].lo, value_bytes(g, whole ? root : f->value));
+        }
         out[n].write = f->write;
         n++;
     }

@@ -62,6 +62,17 @@ def conv_cases():
     yield conv_case("conv_groups_packed_stride2", [1, 32, 13, 13], [32, 8, 3, 3], 42, group=4,
                     strides=[2, 2], pads=[1, 1, 1, 1])
     yield conv_case("conv_groups_packed_pointwise", [1, 16, 7, 7], [32, 4, 1, 1], 43, group=4)
+    # many 16-channel groups (a RegNet block's 3x3): on 2 streams each group runs whole on one,
+    # 4 and 5 of them; the block's input added and a ReLU fused into every group's stores
+    r = rng(50)
+    node = helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv", group=9,
+                            pads=[1, 1, 1, 1])
+    nodes = [node, helper.make_node("Add", ["c", "x"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    yield ("conv_groups_whole_residual",
+           model(nodes, [vi("x", [1, 144, 7, 7])], [vi("y", None)],
+                 [const("W", randn(r, 144, 16, 3, 3, scale=0.2)), const("B", randn(r, 144))]),
+           {"x": randn(r, 1, 144, 7, 7)}, [])
     # atrous convs on a small map: taps that read only padding are cut (DeepLab's ASPP)
     yield conv_case("conv_atrous_center_tap_only", [1, 8, 6, 6], [4, 8, 3, 3], 44,
                     dilations=[7, 7], pads=[7, 7, 7, 7])

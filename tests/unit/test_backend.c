@@ -443,12 +443,14 @@ static kc_graph *fire_graph(void) {
     return g;
 }
 
-/* The arena bytes [*lo, *hi) fixup f of a call touches, after the memory plan. */
+/* The arena bytes [*lo, *hi) fixup f of a call touches, after the memory plan: a slice's own
+ * (kc_bind_slice), else the value's from the binding's offset on. */
 static void fixup_bytes(const kc_graph *g, const kc_fixup *f, uint64_t *lo, uint64_t *hi) {
     int64_t off;
     int root = kc_value_root(g, f->value, &off);
     *lo = (uint64_t)(g->values[root].offset + off + f->byte_offset);
-    *hi = *lo + (uint64_t)kc_value_numel(&g->values[f->value]) * 4;
+    *hi = *lo + (f->byte_len > 0 ? (uint64_t)f->byte_len
+                                 : (uint64_t)kc_value_numel(&g->values[f->value]) * 4);
 }
 
 /* Within every phase of a planned program, no call writes an arena byte another touches. */
@@ -642,6 +644,83 @@ static void test_schedule_summed_pointwise(void **state) {
     }
 }
 
+/* A grouped 3x3 conv of G groups of 16 channels over a 7x7 map, as in a RegNet block, then a
+ * 1x1 conv. On P >= 2 streams each group's call runs whole on one stream, consecutive groups on
+ * each (the last streams taking the extra ones), all G in one phase after the input's padding
+ * and before the 1x1 conv; with 3 groups on 2 streams (neither a multiple of P nor 4 a stream)
+ * they are cut into tiles as before. Every case computes what one stream does. */
+static void test_schedule_whole_groups(void **state) {
+    (void)state;
+    enum { H = 7, MAXG = 9 };
+    static float w_g[MAXG * 16 * 16 * 9], w_p[16 * MAXG * 16], x[MAXG * 16 * H * H];
+    static float y[4][16 * H * H];
+    unsigned seed = 11;
+    for (int i = 0; i < MAXG * 16 * H * H; i++)
+        x[i] = frand(&seed);
+    const int Gs[2] = {9, 3};
+    for (int gi = 0; gi < 2; gi++) {
+        int G = Gs[gi], C = G * 16;
+        for (int P = 1; P <= 3; P++) {
+            kc_graph *g = graph_opset13();
+            int in = pg_input(g, pg_value(g, "x", 4, 1, C, H, H));
+            int gv = kc_add_value(g, "g"), out = kc_add_value(g, "y");
+            add_conv(g, in, gv, C, C, 3, G, w_g);
+            add_conv(g, gv, out, 16, C, 1, 1, w_p);
+            pg_output(g, out);
+            kc_diag d;
+            kc_program prog;
+            kc_schedule sched = {0};
+            kc_plan plan = {0};
+            lower_for(g, P, &prog, &d);
+            assert_int_equal(kc_schedule_program(g, &prog, P, &sched, &d), 0);
+            kc_schedule_merge_phases(g, &prog, &sched);
+            int whole = P > 1 && (G % P == 0 || G >= 4 * P);
+            int groups = 0, first = -1, last_stream = 0, per_stream[3] = {0};
+            for (int ci = 0; ci < prog.n_calls; ci++) {
+                const kc_call *c = &prog.calls[ci];
+                const kann_conv2d_packed_args *a = c->args;
+                if (c->kernel != KANN_KERNEL_F32_CONV2D_PACKED || a->k_h != 3) continue;
+                groups++;
+                if (!whole) {
+                    assert_int_equal(c->stream, -1);
+                    continue;
+                }
+                assert_true(c->stream >= last_stream && c->stream < P);
+                last_stream = c->stream;
+                per_stream[c->stream]++;
+                int records = 0;
+                for (int s = 0; s < P; s++)
+                    for (int r = 0; r < sched.counts[s]; r++)
+                        if (sched.streams[s][r].call == ci) {
+                            assert_int_equal(s, c->stream);
+                            records++;
+                        }
+                assert_int_equal(records, 1);
+                if (first < 0) first = ci;
+                assert_int_equal(prog.phase_first[ci], first); /* one phase for all groups */
+                assert_true(prog.phase_first[first] > prog.phase_first[0] ||
+                            prog.calls[0].kernel != KANN_KERNEL_F32_PAD2D);
+            }
+            assert_int_equal(groups, G);
+            if (whole) {
+                assert_int_equal(prog.phase_last[first], first + G - 1);
+                for (int s = 0; s < P; s++) /* G / P each, the extra ones on the last streams */
+                    assert_int_equal(per_stream[s], G / P + (s >= P - G % P));
+            }
+            assert_int_equal(kc_plan_memory(g, &prog, &plan, &d), 0);
+            if (P > 1) expect_phases_independent(g, &prog);
+            kann_tensor meta;
+            emit_load_run(g, &prog, &sched, &plan, P, x, sizeof(float) * C * H * H, y[P],
+                          sizeof y[P], &meta);
+            for (int i = 0; i < 16 * H * H; i++)
+                assert_true(fabsf(y[P][i] - y[1][i]) <= 1e-5f * (1 + fabsf(y[1][i])));
+            kc_schedule_free(&sched);
+            kc_program_free(&prog);
+            kc_graph_free(g);
+        }
+    }
+}
+
 static void test_plan_never_overlaps_live_buffers(void **state) {
     (void)state;
     kc_graph *g = graph_opset13();
@@ -800,6 +879,7 @@ int main(void) {
         cmocka_unit_test(test_schedule_merges_independent_phases),
         cmocka_unit_test(test_schedule_private_scratch),
         cmocka_unit_test(test_schedule_summed_pointwise),
+        cmocka_unit_test(test_schedule_whole_groups),
         cmocka_unit_test(test_plan_never_overlaps_live_buffers),
         cmocka_unit_test(test_lower_winograd_tiles),
         cmocka_unit_test(test_lower_reports_every_problem),
