@@ -317,13 +317,20 @@ int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *
                                                    : V == 2 ? lanes_group_v2
                                                             : lanes_group_v1;
                 gr.wt = pl.wt + i * kb * LANES_PASS;
+                /* the next pixel's row in the band and column, counted along: no division a
+                 * pixel */
+                size_t r = q_lo / w_out - oh0, col = q_lo % w_out;
                 for (size_t q = q_lo; q < q_hi; q += (size_t)P) {
                     gr.n = q_hi - q < (size_t)P ? q_hi - q : (size_t)P;
-                    for (size_t j = 0; j < (size_t)P; j++) {
-                        size_t p = q + (j < gr.n ? j : gr.n - 1);
-                        gr.base[j] = (ptrdiff_t)((p / w_out - oh0) * a->stride_h * pl.w_p +
-                                                 (p % w_out) * a->stride_w);
+                    for (size_t j = 0; j < gr.n; j++) {
+                        gr.base[j] = (ptrdiff_t)(r * a->stride_h * pl.w_p + col * a->stride_w);
+                        if (++col == w_out) {
+                            col = 0;
+                            r++;
+                        }
                     }
+                    for (size_t j = gr.n; j < (size_t)P; j++)
+                        gr.base[j] = gr.base[gr.n - 1];
                     gr.stage = pl.stage + (q - pl.p_begin) * pl.ld + i * LANES_PASS;
                     run(&gr);
                 }
