@@ -461,12 +461,12 @@ static int call_spans(const kc_graph *g, const kc_call *c, span *out) {
         if (f->value < 0 || kc_is_const(g, f->value)) continue;
         int64_t off;
         int root = kc_value_root(g, f->value, &off);
-        int whole = f->byte_offset != 0 && f->byte_len <= 0;
         out[n].root = root;
         if (f->byte_len > 0) {
             out[n].lo = (uint64_t)(off + f->byte_offset);
             out[n].hi = span_end(out[n].lo, (double)f->byte_len);
         } else {
+            int whole = f->byte_offset != 0;
             out[n].lo = whole ? 0 : (uint64_t)off;
             out[n].hi = span_end(out[n].lo, value_bytes(g, whole ? root : f->value));
         }
