@@ -102,7 +102,7 @@ int kc_build_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
     kbin_add_meta(w, "source", o && o->source_path ? o->source_path : g->source_path);
     if (o && o->source_hash) kbin_add_meta(w, "source_fnv1a64", o->source_hash);
     kbin_add_meta(w, "source_producer", g->producer);
-    kbin_add_meta(w, "target", "cpu");
+    kbin_add_meta(w, "target", o && o->target ? o->target : "cpu");
     kbin_add_meta(w, "options", o && o->options ? o->options : "");
     for (int i = 0; i < g->n_inputs; i++) errors += add_io(w, g, KANN_IO_INPUT, g->inputs[i], d);
     for (int i = 0; i < g->n_outputs; i++) errors += add_io(w, g, KANN_IO_OUTPUT, g->outputs[i], d);

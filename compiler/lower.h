@@ -59,14 +59,17 @@ typedef struct kc_call {
 /* Streams a pointwise conv may be summed across (lower_conv.c). */
 #define KC_MAX_SUM_STREAMS 8
 
+enum { KC_FUSE_NONE, KC_FUSE_LANES, KC_FUSE_ALL };
+
 typedef struct kc_program {
     kc_call *calls;
     int n_calls, cap_calls;
     /* The streams the schedule will split the calls across (0 reads as 1): a kernel whose
      * records split only coarsely may leave a stream idle, so lowering weighs it. */
     int streams;
-    /* Inverted residual blocks over large maps lower to one f32_dwblock call each
-     * (kann-c --fuse-blocks). */
+    /* Which inverted residual blocks lower to one f32_dwblock call each: none (KC_FUSE_NONE,
+     * kann-c --target opencl), those the CPU's lanes path runs faster whole (KC_FUSE_LANES, the
+     * default), or every one over large maps (KC_FUSE_ALL, kann-c --fuse-blocks). */
     int fuse_blocks;
     /* After kc_schedule_merge_phases on two streams or more (else NULL: one call per phase,
      * or one stream): the first and last call of each call's phase. Calls of one phase run at
@@ -138,6 +141,7 @@ typedef struct kc_emit_options {
     const char *source_path;
     const char *source_hash; /* FNV-1a 64 of the source file, hex */
     const char *options; /* command line options, recorded in the metadata */
+    const char *target;  /* the backend the model is compiled for: cpu or opencl */
 } kc_emit_options;
 int kc_emit_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
                   const kc_plan *plan, const char *out_path, const kc_emit_options *o,

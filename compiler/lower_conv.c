@@ -678,15 +678,18 @@ static uint32_t line_granule(uint32_t base, uint64_t unit_floats, uint32_t exten
 }
 
 /* ---- an inverted residual block as one record -----------------------------------------------
- * With --fuse-blocks, a pointwise expansion, a depthwise conv and a pointwise projection (or
- * just the last two) lower to one f32_dwblock call where their inner maps are large: band by
- * band, the expanded rows and the depthwise conv's rows stay in a per-stream scratch instead of
- * being stored whole (mobilenet_v2's first expansion: 4.8 MB), which shrinks the arena
- * (docs/performance.md has what it does to the speed). */
+ * A pointwise expansion, a depthwise conv and a pointwise projection (or just the last two)
+ * lower to one f32_dwblock call where their inner maps are large: band by band, the expanded
+ * rows and the depthwise conv's rows stay in a per-stream scratch instead of being stored whole
+ * (mobilenet_v2's first expansion: 4.8 MB), which shrinks the arena. By default (KC_FUSE_LANES)
+ * only the blocks the AVX-512 lanes path takes (an expansion from at most 64 channels, an
+ * undilated window) over maps past the L2 cache: there the expansion's channel vectors feed
+ * the depthwise taps directly (docs/performance.md); with --fuse-blocks every block. */
 
 /* Inner map bytes (the expansion's output and the depthwise conv's) from which a block is
- * lowered to one record. */
+ * lowered to one record: any block, and one the lanes path takes by default. */
 #define KC_DWBLOCK_MIN_BYTES (1024u * 1024u)
+#define KC_DWBLOCK_LANES_MIN_BYTES (2048u * 1024u)
 /* Scratch bytes a band may take: its expanded rows and depthwise rows beside the input and
  * output rows in a core's L2 cache. */
 #define KC_DWBLOCK_SCRATCH_BYTES (640u * 1024u)
@@ -738,7 +741,7 @@ static int sole_reader(const kc_graph *g, int v) {
  * f32_dwblock call; 0 if there is no such block there, or it does not pay. */
 static int lower_dwblock(kc_graph *g, kc_program *p, int id) {
     kc_window we, wd, wp;
-    if (!p->fuse_blocks || !block_conv(g, id, 0, &we)) return 0;
+    if (p->fuse_blocks == KC_FUSE_NONE || !block_conv(g, id, 0, &we)) return 0;
     int expand = pointwise_conv(g, id, &we), dw = id;
     if (expand) {
         dw = sole_reader(g, g->nodes[id].outputs[0]);
@@ -782,6 +785,9 @@ static int lower_dwblock(kc_graph *g, kc_program *p, int id) {
     a.act_proj = kc_node_act(np);
     uint64_t inner = (uint64_t)c_mid * a.h_out * a.w_out;
     if (expand) inner += (uint64_t)c_mid * a.h_in * a.w_in;
+    if (p->fuse_blocks == KC_FUSE_LANES &&
+        (!kann_dwblock_lanes_shape(&a) || inner * sizeof(float) < KC_DWBLOCK_LANES_MIN_BYTES))
+        return 0;
     if (inner * sizeof(float) < KC_DWBLOCK_MIN_BYTES) return 0;
     /* the tallest band whose scratch fits */
     for (a.band_rows = 1; a.band_rows < a.h_out; a.band_rows++) {

@@ -28,6 +28,7 @@ typedef struct options {
     int quiet;
     uint64_t max_memory; /* --max-memory: largest arena and weights accepted; 0 = no limit */
     int fuse_blocks;     /* --fuse-blocks */
+    const char *target;  /* --target: cpu (default) or opencl */
     int print; /* --print: the model as text on stdout, no compile */
     const char *save_onnx; /* --save-onnx FILE: the model as protobuf, no compile */
     int emit_c; /* --emit c */
@@ -59,7 +60,11 @@ static void usage(FILE *out) {
             "  --save-onnx FILE           write the model (text or .onnx) as a binary .onnx\n"
             "  --max-memory BYTES         refuse a model whose arena or weights exceed BYTES\n"
             "                             (suffix K, M or G: binary multiples)\n"
-            "  --fuse-blocks              run each inverted residual block over large maps as\n"
+            "  --target cpu|opencl        the backend to tune for (default cpu; the model runs\n"
+            "                             on either): cpu runs each inverted residual block over\n"
+            "                             large maps with at most 64 input channels as one\n"
+            "                             record (faster on a CPU, slower on OpenCL devices)\n"
+            "  --fuse-blocks              run every inverted residual block over large maps as\n"
             "                             one record, band by band: a smaller arena (its inner\n"
             "                             maps never stored whole), about the same speed on a\n"
             "                             CPU, slower on OpenCL devices (docs/performance.md)\n"
@@ -172,6 +177,13 @@ static int parse_args(int argc, char **argv, options *o) {
             o->save_onnx = val;
         } else if (!strcmp(a, "--fuse-blocks")) {
             o->fuse_blocks = 1;
+        } else if ((t = TAKE("--target"))) {
+            if (t < 0) goto missing;
+            if (strcmp(val, "cpu") && strcmp(val, "opencl")) {
+                fprintf(stderr, "kann-c: error: --target takes cpu or opencl, not '%s'\n", val);
+                return -1;
+            }
+            o->target = val;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             o->quiet = 1;
         } else if ((t = TAKE("-o")) || (t = TAKE("--output"))) {
@@ -364,7 +376,9 @@ int main(int argc, char **argv) {
     if (kc_pass_fold_bn(g, &d, &st) || after("fold", g, &o, &d)) goto done;
     if (kc_pass_fuse(g, &d, &st) || after("fuse", g, &o, &d)) goto done;
     prog.streams = o.cores;
-    prog.fuse_blocks = o.fuse_blocks;
+    prog.fuse_blocks = o.fuse_blocks                             ? KC_FUSE_ALL
+                       : o.target && !strcmp(o.target, "opencl") ? KC_FUSE_NONE
+                                                                 : KC_FUSE_LANES;
     if (kc_lower(g, &prog, &d)) goto done;
     if (kc_schedule_program(g, &prog, o.cores, &sched, &d)) goto done;
     kc_schedule_merge_phases(g, &prog, &sched);
@@ -376,7 +390,7 @@ int main(int argc, char **argv) {
 
     char hash[32];
     hash_file(o.input, hash, sizeof hash);
-    kc_emit_options eo = {o.input, hash, o.cmdline};
+    kc_emit_options eo = {o.input, hash, o.cmdline, o.target ? o.target : "cpu"};
     kc_emit_c_options co = {o.c_prefix, o.c_weights_blob};
     int emitted = o.emit_c ? kc_emit_c(g, &prog, &sched, &plan, o.output, &eo, &co, &d)
                            : kc_emit_model(g, &prog, &sched, &plan, o.output, &eo, &d);

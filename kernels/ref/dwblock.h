@@ -33,9 +33,52 @@ static inline int kann_dwblock_window_inside(uint64_t n_out, uint64_t stride, ui
            (n_out == 0 || (n_out - 1) * stride <= n_in - 1 + pad);
 }
 
-/* Floats of the scratch's first part: c_mid planes of e rows (the d planes follow). */
+/* Channels a lanes block holds (the AVX-512 lanes path: one vector of channels per pixel). */
+#define KANN_DWBLOCK_LANES 16
+/* The pixels of x the lanes path's expansion takes per pass, and the input channels it allows
+ * (the passes' weights stay in the L1 cache). */
+#define KANN_DWBLOCK_LANES_PIXELS 6
+#define KANN_DWBLOCK_LANES_MAX_C_IN 64
+
+/* 1 if the block's shape suits the lanes path (an expansion, an undilated window, rows of at
+ * least one expansion pass, few input channels); a variant may still take the band path. */
+static inline int kann_dwblock_lanes_shape(const kann_dwblock_args *a) {
+    return a->expand && a->dil_h == 1 && a->dil_w == 1 && a->w_in >= KANN_DWBLOCK_LANES_PIXELS &&
+           a->c_in <= KANN_DWBLOCK_LANES_MAX_C_IN;
+}
+
+/* The lanes path's ring row: columns of the padded e rows that 16-pixel output runs read (the
+ * columns past x zero). */
+static inline uint64_t kann_dwblock_lanes_cols(const kann_dwblock_args *a) {
+    uint64_t runs = ((uint64_t)a->w_out + 15) / 16 * 16;
+    uint64_t read = (runs - 1) * a->stride_w + a->k_w, held = (uint64_t)a->pad_left + a->w_in;
+    return read > held ? read : held;
+}
+
+/* Floats the lanes path keeps in the scratch's first part: for each block of 16 channels its
+ * expansion weights and bias, its depthwise taps and bias, and a ring of k_h e rows
+ * ([block][c_in][16], [block][16], [block][k_h * k_w][16], [block][16], then the rings as
+ * [block][k_h][cols][16]); 0 where the shape does not suit it. */
+static inline uint64_t kann_dwblock_lanes_floats(const kann_dwblock_args *a) {
+    if (!kann_dwblock_lanes_shape(a)) return 0;
+    uint64_t channels =
+        ((uint64_t)a->c_mid + KANN_DWBLOCK_LANES - 1) / KANN_DWBLOCK_LANES * KANN_DWBLOCK_LANES;
+    uint64_t taps, ring, per_channel, n, too_many = (uint64_t)1 << 41; /* past any scratch */
+    if (__builtin_mul_overflow((uint64_t)a->k_h, (uint64_t)a->k_w, &taps) ||
+        __builtin_mul_overflow((uint64_t)a->k_h, kann_dwblock_lanes_cols(a), &ring) ||
+        __builtin_add_overflow(taps, ring, &per_channel) ||
+        __builtin_add_overflow(per_channel, (uint64_t)a->c_in + 2, &per_channel) ||
+        __builtin_mul_overflow(channels, per_channel, &n) || n > too_many)
+        return too_many;
+    return n;
+}
+
+/* Floats of the scratch's first part: c_mid planes of e rows, or the lanes path's weights and
+ * rings where they take more (the d planes follow). */
 static inline uint64_t kann_dwblock_e_floats(const kann_dwblock_args *a) {
-    return (uint64_t)a->c_mid * kann_dwblock_e_rows(a) * a->w_in;
+    uint64_t planes = (uint64_t)a->c_mid * kann_dwblock_e_rows(a) * a->w_in;
+    uint64_t lanes = kann_dwblock_lanes_floats(a);
+    return lanes > planes ? lanes : planes;
 }
 
 /* Scratch floats a stream needs: c_mid planes of e rows, then c_mid planes of band_rows

@@ -861,8 +861,9 @@ void kann_f32_conv2d_maxpool_avx512(const void *args, const kann_exec *ex) {
     }
 }
 
-/* dwblock: the band's pointwise convs through the 12 x 32 tile, its depthwise conv by the
- * AVX-512 dwconv2d. */
+/* dwblock: the lanes path where it applies, else the band's pointwise convs through the
+ * 12 x 32 tile and its depthwise conv by the AVX-512 dwconv2d. */
 void kann_f32_dwblock_avx512(const void *args, const kann_exec *ex) {
+    if (kann_dwblock_lanes_avx512(args, ex, kann_conv_microkernel_12x32_avx512, NR)) return;
     kann_dwblock_drive(args, ex, kann_conv_microkernel_12x32_avx512, NR, kann_f32_dwconv2d_avx512);
 }

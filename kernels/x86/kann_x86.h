@@ -36,4 +36,10 @@ int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *
  * or returns 0 without touching anything where the path does not apply. */
 int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *ex);
 
+/* dwblock's AVX-512 lanes path (dwblock_lanes_avx512.c): the expansion and the depthwise conv
+ * with 16 channels in the lanes, the projection through ukr (strips of nr pixels); runs tile a
+ * and returns 1, or returns 0 without touching anything where the path does not apply. */
+int kann_dwblock_lanes_avx512(const kann_dwblock_args *a, const kann_exec *ex,
+                              void (*ukr)(const struct kann_conv_tile *t), size_t nr);
+
 #endif

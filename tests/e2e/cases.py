@@ -129,9 +129,12 @@ def dwblock_cases():
     f32_dwblock record, band by band, with kann-c --fuse-blocks: with the block's input added,
     stride 2 over an odd map with a ReLU after, a dilated 5x5 depthwise conv, a
     depthwise-separable pair (no expansion, 5x5); one whose depthwise output a second node
-    reads, which keeps its three records; and a block compiled without the option."""
+    reads, which keeps its three records. Without the option (the CPU target), the blocks the
+    AVX-512 lanes path takes over inner maps of 2 MiB or more: stride 2 (3x3) and stride 1
+    (5x5, the lanes path's general taps), each against the same block under 2 MiB and the same
+    block compiled with --target opencl, which keep their three records."""
     def block(name, c, e, h, w, seed, stride=1, k=3, dil=1, expand=True, residual=False,
-              relu_out=False, shared=False, fuse=True):
+              relu_out=False, shared=False, opts=("--fuse-blocks",), fused=True):
         r = rng(seed)
         pad = (k - 1) * dil // 2
         inits = [const("Wd", randn(r, e, 1, k, k, scale=0.3)), const("Bd", randn(r, e)),
@@ -159,16 +162,20 @@ def dwblock_cases():
         if shared:
             nodes.append(helper.make_node("ReduceMean", ["dr"], ["m"], name="mean", axes=[2, 3]))
             outs.append(vi("m", None))
-        expect = "f32_dwconv2d x1" if shared or not fuse else "f32_dwblock x1"
+        expect = "f32_dwblock x1" if fused and not shared else "f32_dwconv2d x1"
         return name, model(nodes, [vi("x", [1, c, h, w])], outs, inits), \
-            {"x": randn(r, 1, c, h, w)}, \
-            (["--fuse-blocks"] if fuse else []) + ["--expect-summary", expect]
+            {"x": randn(r, 1, c, h, w)}, list(opts) + ["--expect-summary", expect]
     yield block("dwblock_residual", 24, 144, 40, 44, 60, residual=True)
     yield block("dwblock_stride2_odd_relu", 16, 96, 57, 61, 61, stride=2, relu_out=True)
     yield block("dwblock_dilated_5x5", 20, 100, 36, 38, 62, k=5, dil=2, residual=True)
     yield block("dwblock_separable_5x5", 64, 64, 64, 66, 63, k=5, expand=False)
     yield block("dwblock_shared_dw", 24, 144, 40, 44, 64, shared=True)
-    yield block("dwblock_not_asked", 24, 144, 40, 44, 65, residual=True, fuse=False)
+    yield block("dwblock_small_default", 24, 144, 40, 44, 65, residual=True, opts=(),
+                fused=False)
+    yield block("dwblock_stride2_default", 16, 96, 89, 93, 66, stride=2, opts=())
+    yield block("dwblock_stride2_opencl", 16, 96, 89, 93, 67, stride=2,
+                opts=("--target", "opencl"), fused=False)
+    yield block("dwblock_5x5_default", 24, 120, 54, 58, 68, k=5, residual=True, opts=())
 
 
 def bn_params(r, c):

@@ -637,7 +637,7 @@ static void replay_onnx(const uint8_t *bytes, size_t n, const char *name) {
         const char *tmp = getenv("TMPDIR");
         snprintf(path, sizeof path, "%s/kann_regress_%ld.bin", tmp && *tmp ? tmp : "/tmp",
                  (long)getpid());
-        kc_emit_options eo = {name, "0", ""};
+        kc_emit_options eo = {name, "0", "", "cpu"};
         if (kc_emit_model(g, &prog, &sched, &plan, path, &eo, &d) == 0) {
             kann_host_file f;
             kann_error e;

@@ -1196,11 +1196,12 @@ static void dwblock_expected(const kann_dwblock_args *a, const float *x, const f
 }
 
 /* The block, band by band, against its stages computed whole: with and without the expansion,
- * 1 to 40 inner channels (ragged panels), windows up to 5x5 with strides 1 to 3, dilation and
- * padding up to the window's reach, rows from 1 to 40 columns and one case in 6 112 wide,
- * bands of 1 to 6 rows or all of them, every epilogue on each stage, biases and the residual
- * present or not; two complementary row tiles. Every band's depthwise conv passes dwconv2d's
- * validator. */
+ * 1 to 90 inner channels (ragged panels and lanes blocks, one to two groups of four blocks on
+ * the AVX-512 lanes path), 1 to 70 input channels (past the lanes path's 64), windows up to 5x5
+ * with strides 1 to 3, dilation and padding up to the window's reach, rows from 1 to 40 columns and
+ * one case in 6 112 wide, bands of 1 to 6 rows or all of them, every epilogue on each stage, biases
+ * and the residual present or not; two complementary row tiles. Every band's depthwise conv passes
+ * dwconv2d's validator. */
 static void test_dwblock_random(void **state) {
     (void)state;
     rng_state = 131;
@@ -1208,8 +1209,8 @@ static void test_dwblock_random(void **state) {
     for (int i = 0; i < 150; i++) {
         kann_dwblock_args a = {0};
         a.expand = i % 4 != 3;
-        a.c_in = rng_range(1, 20);
-        a.c_mid = a.expand ? rng_range(1, 40) : a.c_in;
+        a.c_in = i % 7 == 3 ? rng_range(21, 70) : rng_range(1, 20);
+        a.c_mid = !a.expand ? a.c_in : i % 5 == 2 ? rng_range(41, 90) : rng_range(1, 40);
         a.c_out = rng_range(1, 30);
         a.k_h = i % 3 ? 3 : rng_range(1, 5);
         a.k_w = i % 3 ? 3 : rng_range(1, 5);
@@ -1344,7 +1345,8 @@ static void test_dwblock_validate(void **state) {
     b.tile = (kann_tile){0, 2, 6, 0};
     assert_int_not_equal(kann_dwblock_validate(&b, &bd, &err), KANN_OK);
     b = a;
-    b.band_rows = 3; /* a taller band needs more scratch than there is */
+    b.band_rows = 5; /* a taller band needs more scratch than there is (past the arena's end) */
+    assert_true(kann_dwblock_scratch(&b) > floats + 256);
     assert_int_not_equal(kann_dwblock_validate(&b, &bd, &err), KANN_OK);
     b = a;
     b.band_rows = 0;
