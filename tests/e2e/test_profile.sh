@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kann-run --profile on mobilenet_v2 compiled for 2 streams: one row per layer (the tiles of
-# both streams summed), in run order, each row's median time positive, the MACs those of the
+# both streams summed; an inverted residual block run as one f32_dwblock record is one row,
+# named after its expansion, and there are some), in run order, each row's median time positive, the MACs those of the
 # network (300.77 M), the shares summing to 100 %; a projection summed across the streams adds
 # a row of its own (f32_binary, the same node); with --bench 1 the median of one run.
 # Skipped (77) when the shared models are absent.
@@ -28,15 +29,21 @@ for i, r in enumerate(rows):
         assert i > 0 and rows[i - 1][0] == r[0] and rows[i - 1][1] == "f32_conv2d_packed", r
 total = [l.split() for l in out if l.startswith("total ")]
 assert total, "no total row"
-# the layers kann-c keeps: every Conv (activations fused), the pooling and the classifier
+# the layers kann-c keeps: every Conv (activations fused), the pooling and the classifier; a
+# block's three convs (features.N/conv/...) in one f32_dwblock row
 names = [n.name for n in onnx.load(model).graph.node
          if n.op_type in ("Conv", "GlobalAveragePool", "Gemm")]
-assert len(layers) == len(names), (len(layers), len(names))
 assert len(rows) > len(layers), "no projection summed across the streams"
-for r, name in zip(layers, names):
-    assert name.startswith(r[0]), (r[0], name)
+j = 0
+for r in layers:
+    assert j < len(names) and names[j].startswith(r[0]), (r[0], names[j:j + 1])
     mmac, ms, share = float(r[2]), float(r[3]), float(r[5])
     assert ms > 0 and share >= 0, r
+    block = names[j].rsplit("/conv/", 1)[0] + "/conv/"
+    j += 3 if r[1] == "f32_dwblock" else 1
+    assert r[1] != "f32_dwblock" or all(n.startswith(block) for n in names[j - 3:j]), r
+assert j == len(names), (j, len(names))
+assert any(r[1] == "f32_dwblock" for r in layers), "no block as one record"
 macs = sum(float(r[2]) for r in rows)
 # the rows are rounded to 0.01 MMAC, the total is not
 assert abs(float(total[0][1]) - 300.77) < 0.01, total
