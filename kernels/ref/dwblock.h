@@ -175,6 +175,19 @@ static inline void kann_dwblock_shift(float *e, size_t n, size_t plane, size_t w
         kann_copy_strided(e + c * plane, e + c * plane + from * w, rows * w, 1);
 }
 
+/* The projection of the band of output rows [o0, o1) from its d planes (each (o1 - o0) * w_out
+ * floats) into y, through the variant's microkernel ukr (strips of nr pixels). */
+static inline __attribute__((always_inline)) void
+kann_dwblock_project(const kann_dwblock_args *a, const kann_exec *ex, kann_conv_microkernel ukr,
+                     size_t nr, const float *d, size_t o0, size_t o1) {
+    const float *b_proj = a->b_proj.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->b_proj);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    size_t n_d = (o1 - o0) * a->w_out, at = o0 * a->w_out;
+    kann_pointwise_band(ukr, nr, kann_cref(ex, a->w_proj), a->c_out, a->c_mid, d, n_d, n_d, b_proj,
+                        res ? res + at : NULL, kann_mref(ex, a->y) + at,
+                        (size_t)a->h_out * a->w_out, &a->act_proj);
+}
+
 /* The band loop: the tile's output rows band_rows at a time, each band's stages by the
  * variant's microkernel ukr (strips of nr pixels) and depthwise kernel dw. The e rows a band
  * shares with the previous one (its windows' overlap) move to the top of the planes instead of
@@ -192,12 +205,9 @@ static inline __attribute__((always_inline)) void kann_dwblock_drive(const kann_
         w_exp = kann_cref(ex, a->w_exp);
         b_exp = a->b_exp.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->b_exp);
     }
-    const float *w_proj = kann_cref(ex, a->w_proj);
-    const float *b_proj = a->b_proj.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->b_proj);
-    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
-    float *y = kann_mref(ex, a->y), *e = kann_mref(ex, a->scratch);
+    float *e = kann_mref(ex, a->scratch);
     size_t w_in = a->w_in, in_plane = (size_t)a->h_in * w_in;
-    size_t out_plane = (size_t)a->h_out * a->w_out, e_rows = (size_t)kann_dwblock_e_rows(a);
+    size_t e_rows = (size_t)kann_dwblock_e_rows(a);
     size_t e_plane = e_rows * w_in, e_floats = (size_t)kann_dwblock_e_floats(a);
     float *d = e + e_floats;
     kann_ref e_ref = a->scratch, d_ref = a->scratch;
@@ -227,10 +237,7 @@ static inline __attribute__((always_inline)) void kann_dwblock_drive(const kann_
         held1 = r1;
         kann_dwconv2d_args da = kann_dwblock_dw_args(a, e_ref, d_ref, o0, o1, r0);
         dw(&da, ex);
-        size_t n_d = (o1 - o0) * a->w_out;
-        kann_pointwise_band(ukr, nr, w_proj, a->c_out, a->c_mid, d, n_d, n_d, b_proj,
-                            res ? res + o0 * a->w_out : NULL, y + o0 * a->w_out, out_plane,
-                            &a->act_proj);
+        kann_dwblock_project(a, ex, ukr, nr, d, o0, o1);
     }
 }
 

@@ -3,13 +3,14 @@
  * of channels per pixel, without the channel planes' fill and transposes the band path's
  * depthwise conv pays (the stride-2 convs over 112x112 maps wait on it: docs/performance.md).
  *
- * For each group of up to four blocks of 16 channels, every input row a window reads is
- * expanded once into the group's ring of k_h rows ([block][row % k_h][column][16], the padding
- * columns zero): per pass, 6 pixels of one row by the group's blocks, one broadcast of x per
- * pixel and one weight vector per block each reduction step (24 FMAs for 10 loads). Each
- * output row then takes its taps from the ring, 16 pixels at a time, and goes to the band's d
- * planes through one transpose; the projection runs on the band as in the band path. The
- * weights are repacked into blocks of 16 channels in the scratch once per call. */
+ * The blocks of 16 channels go in groups of at most four, as even as they come. For each group,
+ * every input row a window reads is expanded once into the group's rings of k_h rows
+ * ([block][row % k_h][column][16], the padding columns zero): per pass 6, 8 or 12 pixels of one
+ * row by 4, 3 or 2 blocks (24 accumulators), one broadcast of x per pixel and one weight vector
+ * per block each reduction step. Each output row then takes its taps from the rings, 16 pixels
+ * at a time, and goes to the band's d planes through one transpose; the projection runs on the
+ * band as in the band path. The weights are repacked into blocks of 16 channels in the scratch
+ * once per call. */
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -152,6 +153,7 @@ static inline __attribute__((always_inline)) void depthwise_row_of(const lanes *
     const int64_t top = (int64_t)oy * a->stride_h - a->pad_top;
     size_t dy0 = top < 0 ? (size_t)-top : 0, dy1 = k_h;
     if (top + (int64_t)k_h > (int64_t)a->h_in) dy1 = (size_t)((int64_t)a->h_in - top);
+    const size_t slot0 = (size_t)(top + (int64_t)dy0) % k_h; /* the ring row of window row dy0 */
     const float *wd = l->wd + b * k_h * k_w * LANES, *ring = l->ring + b * l->block;
     const __m512 bias = _mm512_loadu_ps(l->bd + b * LANES);
     size_t channels = a->c_mid - b * LANES < LANES ? a->c_mid - b * LANES : LANES;
@@ -160,8 +162,8 @@ static inline __attribute__((always_inline)) void depthwise_row_of(const lanes *
         __m512 acc[16];
         for (int p = 0; p < 16; p++)
             acc[p] = bias;
-        for (size_t dy = dy0; dy < dy1; dy++) {
-            const float *rr = ring + (size_t)(top + (int64_t)dy) % k_h * l->slot + ox0 * s * LANES;
+        for (size_t dy = dy0, slot = slot0; dy < dy1; dy++, slot = slot + 1 == k_h ? 0 : slot + 1) {
+            const float *rr = ring + slot * l->slot + ox0 * s * LANES;
             if (S3) {
                 taps3(acc, rr, wd + dy * 3 * LANES, S3);
                 continue;
@@ -257,17 +259,13 @@ int kann_dwblock_lanes_avx512(const kann_dwblock_args *a, const kann_exec *ex,
     l.plane = (size_t)a->h_in * a->w_in;
     l.clamp_exp = kann_act_is_clamp(&a->act_exp);
     l.clamp_dw = kann_act_is_clamp(&a->act_dw);
-    l.lo_exp = vf_set1(l.clamp_exp ? kann_act_clamp_lo(&a->act_exp) : kann_act_lo(&a->act_exp));
+    l.lo_exp = vf_set1(kann_act_store_lo(&a->act_exp, l.clamp_exp));
     l.hi_exp = vf_set1(kann_act_hi(&a->act_exp));
-    l.lo_dw = vf_set1(l.clamp_dw ? kann_act_clamp_lo(&a->act_dw) : kann_act_lo(&a->act_dw));
+    l.lo_dw = vf_set1(kann_act_store_lo(&a->act_dw, l.clamp_dw));
     l.hi_dw = vf_set1(kann_act_hi(&a->act_dw));
     lanes_setup(&l, ex);
-    const float *w_proj = kann_cref(ex, a->w_proj);
-    const float *b_proj = a->b_proj.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->b_proj);
-    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
-    float *y = kann_mref(ex, a->y);
     float *d = kann_mref(ex, a->scratch) + kann_dwblock_e_floats(a);
-    const size_t blocks = (a->c_mid + LANES - 1) / LANES, out_plane = (size_t)a->h_out * a->w_out;
+    const size_t blocks = (a->c_mid + LANES - 1) / LANES;
     const int64_t first = (int64_t)o_begin * a->stride_h - a->pad_top;
     size_t held = first < 0 ? 0 : (size_t)first; /* the first input row not yet in the rings */
     for (size_t o0 = o_begin; o0 < o_end; o0 += a->band_rows) {
@@ -290,9 +288,7 @@ int kann_dwblock_lanes_avx512(const kann_dwblock_args *a, const kann_exec *ex,
             b0 += (size_t)nb;
         }
         held = next;
-        kann_pointwise_band(ukr, nr, w_proj, a->c_out, a->c_mid, d, n_d, n_d, b_proj,
-                            res ? res + o0 * a->w_out : NULL, y + o0 * a->w_out, out_plane,
-                            &a->act_proj);
+        kann_dwblock_project(a, ex, ukr, nr, d, o0, o1);
     }
     return 1;
 }

@@ -242,7 +242,7 @@ d3_rows(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int 
     dw_out o;
     o.act = &a->act;
     o.vec_act = kann_act_vectorizes(o.act);
-    o.lo = vf_set1(CLAMP ? kann_act_clamp_lo(o.act) : kann_act_lo(o.act));
+    o.lo = vf_set1(kann_act_store_lo(o.act, CLAMP));
     o.hi = vf_set1(kann_act_hi(o.act));
     int64_t w_in = (int64_t)a->w_in;
     for (size_t n = 0; n < a->n; n++) {

@@ -623,7 +623,7 @@ static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_ar
     dw_out o;
     o.act = &a->act;
     o.vec_act = kann_act_vectorizes(o.act);
-    o.lo = vf_set1(CLAMP ? kann_act_clamp_lo(o.act) : kann_act_lo(o.act));
+    o.lo = vf_set1(kann_act_store_lo(o.act, CLAMP));
     o.hi = vf_set1(kann_act_hi(o.act));
     for (size_t n = 0; n < a->n; n++) {
         for (size_t c = rg.c_begin; c < rg.c_end; c++) {

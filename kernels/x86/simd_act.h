@@ -52,6 +52,11 @@ static inline int kann_act_is_clamp(const kann_act *act) {
 static inline float kann_act_clamp_lo(const kann_act *act) {
     return act->kind == KANN_ACT_NONE ? -__builtin_inff() : kann_act_lo(act);
 }
+/* The lower bound a store applies: the clamp's where it treats act as one (clamp), else vf_act's
+ * lo. */
+static inline float kann_act_store_lo(const kann_act *act, int clamp) {
+    return clamp ? kann_act_clamp_lo(act) : kann_act_lo(act);
+}
 
 /* The logistic sigmoid 1 / (1 + e^-x); 0 below -88, near where libm's e^-x overflows (those
  * lanes are masked, so e^-x needs no clamp there), and 1 above 87 (e^-87 is lost against 1), so
