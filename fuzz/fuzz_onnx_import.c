@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kc_schedule_trim_scratch(g, &prog, &sched);
     if (kc_plan_memory(g, &prog, &plan, &d)) goto done;
     if (plan.arena_size > FUZZ_MAX_MODEL_BYTES || plan.const_size > FUZZ_MAX_MODEL_BYTES) goto done;
-    kc_emit_options eo = {"fuzz.onnx", "0", ""};
+    kc_emit_options eo = {"fuzz.onnx", "0", "", "cpu"};
     /* The emitter refuses what model.bin cannot describe (an input dtype, a rank), and checks
      * its output with the loader: a refusal of the latter kind is an internal error, which
      * the fuzzer makes a finding. */
