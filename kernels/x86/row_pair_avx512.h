@@ -17,8 +17,9 @@ static inline __mmask16 kann_lanes16(int64_t lo, int64_t hi) {
     return (__mmask16)(((1u << (hi - lo)) - 1) << lo);
 }
 
-static void kann_row_pair_avx512(float *d0, float *d1, const float *x_row, int64_t iw0,
-                                 uint32_t stride, uint32_t w_in, size_t n) {
+static __attribute__((unused)) void kann_row_pair_avx512(float *d0, float *d1, const float *x_row,
+                                                         int64_t iw0, uint32_t stride,
+                                                         uint32_t w_in, size_t n) {
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -65,6 +66,27 @@ static void kann_row_pair_avx512(float *d0, float *d1, const float *x_row, int64
         _mm512_mask_storeu_ps(d0 + j, keep, _mm512_permutex2var_ps(v0, even, v1));
         if (d1) _mm512_mask_storeu_ps(d1 + j, keep, _mm512_permutex2var_ps(v0, odd, v1));
     }
+}
+
+/* Rows [ih0, ih0 + n) of channel planes [c0, c0 + nc) of x (h_in x w_in; rows outside x
+ * skipped) asked of the L2 cache ahead of their copy into a band or stage: such a copy reads a
+ * few short rows of many channel planes, which the hardware prefetchers do not follow, and
+ * inside a network its loads stalled on the L3 cache or memory. Always inline: GCC drops a call
+ * to a function whose only effects are prefetches. */
+static inline __attribute__((always_inline)) void kann_prefetch_rows(const float *x, size_t c0,
+                                                                     size_t nc, int64_t ih0,
+                                                                     size_t n, uint32_t h_in,
+                                                                     uint32_t w_in) {
+    int64_t lo = ih0 < 0 ? 0 : ih0, hi = ih0 + (int64_t)n;
+    if (hi > (int64_t)h_in) hi = h_in;
+    size_t bytes = sizeof(float) * w_in;
+    for (size_t c = c0; c < c0 + nc; c++)
+        for (int64_t ih = lo; ih < hi; ih++) {
+            const char *row = (const char *)(x + (c * h_in + (size_t)ih) * w_in);
+            for (size_t b = 0; b < bytes; b += 64)
+                _mm_prefetch(row + b, _MM_HINT_T1);
+            _mm_prefetch(row + bytes - 1, _MM_HINT_T1);
+        }
 }
 
 #endif
