@@ -149,6 +149,7 @@ static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     o->cores = n > 0 ? (int)n : 1;
+    o->target = "cpu";
     size_t at = 0;
     /* The command line, recorded in the model's metadata (truncated if very long). */
     for (int i = 1; i < argc && at < sizeof o->cmdline - 1; i++)
@@ -376,9 +377,9 @@ int main(int argc, char **argv) {
     if (kc_pass_fold_bn(g, &d, &st) || after("fold", g, &o, &d)) goto done;
     if (kc_pass_fuse(g, &d, &st) || after("fuse", g, &o, &d)) goto done;
     prog.streams = o.cores;
-    prog.fuse_blocks = o.fuse_blocks                             ? KC_FUSE_ALL
-                       : o.target && !strcmp(o.target, "opencl") ? KC_FUSE_NONE
-                                                                 : KC_FUSE_LANES;
+    prog.fuse_blocks = o.fuse_blocks                 ? KC_FUSE_ALL
+                       : !strcmp(o.target, "opencl") ? KC_FUSE_NONE
+                                                     : KC_FUSE_LANES;
     if (kc_lower(g, &prog, &d)) goto done;
     if (kc_schedule_program(g, &prog, o.cores, &sched, &d)) goto done;
     kc_schedule_merge_phases(g, &prog, &sched);
@@ -390,7 +391,7 @@ int main(int argc, char **argv) {
 
     char hash[32];
     hash_file(o.input, hash, sizeof hash);
-    kc_emit_options eo = {o.input, hash, o.cmdline, o.target ? o.target : "cpu"};
+    kc_emit_options eo = {o.input, hash, o.cmdline, o.target};
     kc_emit_c_options co = {o.c_prefix, o.c_weights_blob};
     int emitted = o.emit_c ? kc_emit_c(g, &prog, &sched, &plan, o.output, &eo, &co, &d)
                            : kc_emit_model(g, &prog, &sched, &plan, o.output, &eo, &d);

@@ -258,6 +258,11 @@ static void lanes_pack(const float *w, size_t K, size_t m0, size_t nc, size_t k0
 /* Vectors of a band row at most: w_p <= LANES_BAND_FLOATS (lanes_plan_of). */
 #define LANES_ROW_VECS (LANES_BAND_FLOATS / 16)
 
+/* Input rows the windows of `rows` output rows reach. */
+static inline size_t lanes_in_rows(const kann_conv2d_packed_args *a, size_t rows) {
+    return (rows - 1) * a->stride_h + (size_t)(a->k_h - 1) * a->dil_h + 1;
+}
+
 /* The band of output rows [oh0, oh0 + rows): input channels [c0, c0 + cb) of its windows'
  * rows, zero-padded, into pl->band (channel planes pl->plane floats apart). Every row is the
  * same run of columns, so the masks of its vectors (the padding's lanes zero, the band row's
@@ -266,7 +271,7 @@ static void lanes_pack(const float *w, size_t K, size_t m0, size_t nc, size_t k0
  * 25 groups, 3x3 stride 2 on 14x14, one thread: a fifth of the conv's time). */
 static void lanes_fill_band(const kann_conv2d_packed_args *a, const lanes_plan *pl, const float *x,
                             size_t c0, size_t cb, size_t oh0, size_t rows) {
-    size_t in_rows = (rows - 1) * a->stride_h + (size_t)(a->k_h - 1) * a->dil_h + 1;
+    size_t in_rows = lanes_in_rows(a, rows);
     size_t x_plane = (size_t)a->h_in * a->w_in, nv = (pl->w_p + 15) / 16;
     __mmask16 load[LANES_ROW_VECS], store[LANES_ROW_VECS];
     for (size_t v = 0; v < nv; v++) {
@@ -293,14 +298,24 @@ static void lanes_fill_band(const kann_conv2d_packed_args *a, const lanes_plan *
     }
 }
 
-/* The input rows lanes_fill_band will copy for the band of output rows [oh0, oh0 + rows),
- * channels [c0, c0 + cb), asked for ahead of that fill. */
+/* Input channels of the block from c0: cb, fewer at the last. */
+static inline size_t lanes_block_channels(const kann_conv2d_packed_args *a, const lanes_plan *pl,
+                                          size_t c0) {
+    return a->c_in - c0 < pl->cb ? a->c_in - c0 : pl->cb;
+}
+
+/* Output rows of the band from oh0: band_out, fewer at oh_end. */
+static inline size_t lanes_band_rows(const lanes_plan *pl, size_t oh0, size_t oh_end) {
+    return oh_end - oh0 < pl->band_out ? oh_end - oh0 : pl->band_out;
+}
+
+/* The input rows lanes_fill_band will copy for the band from output row oh0, channels
+ * [c0, c0 + cb), asked for ahead of that fill. */
 static inline __attribute__((always_inline)) void
-lanes_prefetch_band(const kann_conv2d_packed_args *a, const float *x, size_t c0, size_t cb,
-                    size_t oh0, size_t rows) {
-    size_t in_rows = (rows - 1) * a->stride_h + (size_t)(a->k_h - 1) * a->dil_h + 1;
-    kann_prefetch_rows(x, c0, cb, (int64_t)(oh0 * a->stride_h) - a->pad_top, in_rows, a->h_in,
-                       a->w_in);
+lanes_prefetch_band(const kann_conv2d_packed_args *a, const lanes_plan *pl, const float *x,
+                    size_t c0, size_t cb, size_t oh0, size_t oh_end) {
+    kann_prefetch_rows(x, c0, cb, (int64_t)(oh0 * a->stride_h) - a->pad_top,
+                       lanes_in_rows(a, lanes_band_rows(pl, oh0, oh_end)), a->h_in, a->w_in);
 }
 
 /* The lanes path over tile a; 0 (nothing done) when it does not apply. */
@@ -320,7 +335,7 @@ int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *
                 off[(c * a->k_h + kh) * a->k_w + kw] =
                     (ptrdiff_t)(c * pl.plane + kh * a->dil_h * pl.w_p + kw * a->dil_w);
     for (size_t c0 = 0; c0 < a->c_in; c0 += pl.cb) {
-        size_t cb = a->c_in - c0 < pl.cb ? a->c_in - c0 : pl.cb, kb = cb * pl.taps;
+        size_t cb = lanes_block_channels(a, &pl, c0), kb = cb * pl.taps;
         /* the block's weights, pass after pass */
         for (size_t i = 0; i < pl.passes; i++) {
             size_t m0, nc = lanes_pass(&pl, i, &m0);
@@ -334,18 +349,15 @@ int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *
         gr.first = c0 == 0;
         int last_block = c0 + cb == a->c_in;
         for (size_t oh0 = oh_first; oh0 < oh_end; oh0 += pl.band_out) {
-            size_t rows = oh_end - oh0 < pl.band_out ? oh_end - oh0 : pl.band_out;
+            size_t rows = lanes_band_rows(&pl, oh0, oh_end);
             lanes_fill_band(a, &pl, x, c0, cb, oh0, rows);
-            if (oh0 + rows < oh_end) {
-                size_t next =
-                    oh_end - (oh0 + rows) < pl.band_out ? oh_end - (oh0 + rows) : pl.band_out;
-                lanes_prefetch_band(a, x, c0, cb, oh0 + rows, next);
-            } else if (c0 + cb < a->c_in) {
-                size_t cn = a->c_in - (c0 + cb) < pl.cb ? a->c_in - (c0 + cb) : pl.cb;
-                lanes_prefetch_band(a, x, c0 + cb, cn, oh_first,
-                                    oh_end - oh_first < pl.band_out ? oh_end - oh_first
-                                                                    : pl.band_out);
-            }
+            /* the next band's rows (this block's, else the next block's first) while this one
+             * computes */
+            if (oh0 + rows < oh_end)
+                lanes_prefetch_band(a, &pl, x, c0, cb, oh0 + rows, oh_end);
+            else if (c0 + cb < a->c_in)
+                lanes_prefetch_band(a, &pl, x, c0 + cb, lanes_block_channels(a, &pl, c0 + cb),
+                                    oh_first, oh_end);
             size_t q_lo = oh0 * w_out > pl.p_begin ? oh0 * w_out : pl.p_begin;
             size_t q_hi = (oh0 + rows) * w_out < pl.p_end ? (oh0 + rows) * w_out : pl.p_end;
             for (size_t i = 0; i < pl.passes; i++) {
