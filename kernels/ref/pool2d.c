@@ -58,16 +58,6 @@ static void pool_chunk(const kann_pool2d_args *a, const float *x_plane, int64_t 
     }
 }
 
-/* Window taps along one axis counted for an output whose first tap is at `first`: those inside
- * the input, or inside the padded input when an average counts padding. */
-static uint32_t taps_counted(int64_t first, uint32_t dil, uint32_t k, uint32_t n_in,
-                             uint32_t pad_begin, uint32_t pad_end, int count_pad) {
-    kann_range r =
-        count_pad ? kann_window_range(first, dil, -(int64_t)pad_begin, (int64_t)n_in + pad_end, k)
-                  : kann_window_range(first, dil, 0, n_in, k);
-    return r.hi - r.lo;
-}
-
 void kann_f32_pool2d_ref(const void *args, const kann_exec *ex) {
     const kann_pool2d_args *a = args;
     /* Nothing to write: do not spin through extents that no output bounds. */
@@ -84,8 +74,9 @@ void kann_f32_pool2d_ref(const void *args, const kann_exec *ex) {
         uint32_t len = a->w_out - ow0 < POOL_CHUNK ? a->w_out - ow0 : POOL_CHUNK;
         int64_t iw_chunk = (int64_t)ow0 * a->stride_w - a->pad_left;
         for (uint32_t j = 0; j < len; j++)
-            cols_counted[j] = taps_counted(iw_chunk + (int64_t)j * a->stride_w, a->dil_w, a->k_w,
-                                           a->w_in, a->pad_left, a->pad_right, count_pad);
+            cols_counted[j] =
+                kann_pool_taps_counted(iw_chunk + (int64_t)j * a->stride_w, a->dil_w, a->k_w,
+                                       a->w_in, a->pad_left, a->pad_right, count_pad);
         kann_range kw_reach = kann_window_range(iw_chunk, a->dil_w,
                                                 -(int64_t)(len - 1) * a->stride_w, a->w_in, a->k_w);
         for (size_t p = a->tile.begin; p < a->tile.end; p++) {
@@ -93,8 +84,8 @@ void kann_f32_pool2d_ref(const void *args, const kann_exec *ex) {
             for (uint32_t oh = 0; oh < a->h_out; oh++) {
                 int64_t ih0 = (int64_t)oh * a->stride_h - a->pad_top;
                 kann_range kh_valid = kann_window_range(ih0, a->dil_h, 0, a->h_in, a->k_h);
-                uint64_t rows_counted = taps_counted(ih0, a->dil_h, a->k_h, a->h_in, a->pad_top,
-                                                     a->pad_bottom, count_pad);
+                uint64_t rows_counted = kann_pool_taps_counted(
+                    ih0, a->dil_h, a->k_h, a->h_in, a->pad_top, a->pad_bottom, count_pad);
                 pool_chunk(a, xp, ih0, kh_valid, iw_chunk, kw_reach, len, acc);
                 /* A window that covers nothing (possible with large padding) yields 0, not
                  * -inf or 0/0. */

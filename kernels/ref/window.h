@@ -30,4 +30,16 @@ static inline kann_range kann_window_range(int64_t base, int64_t step, int64_t l
     return r;
 }
 
+/* Window taps along one axis that a pool's average counts for an output whose first tap is at
+ * `first`: those inside the input (n_in), or inside the padded input when the average counts
+ * padding (count_pad). */
+static inline uint32_t kann_pool_taps_counted(int64_t first, uint32_t dil, uint32_t k,
+                                              uint32_t n_in, uint32_t pad_begin, uint32_t pad_end,
+                                              int count_pad) {
+    kann_range r =
+        count_pad ? kann_window_range(first, dil, -(int64_t)pad_begin, (int64_t)n_in + pad_end, k)
+                  : kann_window_range(first, dil, 0, n_in, k);
+    return r.hi - r.lo;
+}
+
 #endif

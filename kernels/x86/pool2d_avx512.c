@@ -1,9 +1,9 @@
-/* pool2d for AVX-512: max pooling with 16 output pixels of a row per vector, each tap one masked
- * load (stride 1) or two and an even-lane permute (stride 2), or for 3 columns at stride 2 a
- * row of outputs from 16-column blocks of the window rows' maximum, each loaded once
- * (pool3_row), padding loaded as -inf, the column masks computed once per call. Average pooling,
- * other strides, windows wider than 16 columns, rows wider than 1024 and huge coordinates run the
- * reference. */
+/* pool2d for AVX-512: max and average pooling with 16 output pixels of a row per vector, each
+ * tap one masked load (stride 1) or two and an even-lane permute (stride 2), or for a max over 3
+ * columns at stride 2 a row of outputs from 16-column blocks of the window rows' maximum, each
+ * loaded once (pool3_row); padding loaded as -inf (max) or 0 (average), the column masks and an
+ * average's column counts computed once per call. Other strides, windows wider than 16 columns,
+ * rows wider than 1024 and huge coordinates run the reference. */
 #include <math.h>
 
 #include <immintrin.h>
@@ -40,6 +40,45 @@ static inline kann_range rows_inside(int64_t ih0, uint32_t h_in, uint32_t k) {
         r.hi = (uint32_t)hi;
     }
     return r;
+}
+
+/* Output vectors a group of average sums takes at once (independent chains). */
+#define AVG_GROUP 4
+
+/* An average's sums for nv <= AVG_GROUP vectors of outputs from vector v0: the taps column after
+ * column, each over the rows [kh.lo, kh.hi) inside x, in the reference's order (so each sum is
+ * the reference's to the bit; lanes outside x load 0), the group's vectors side by side. An
+ * average keeps every tap column of a vector (n_kw = k_w), those outside x with empty masks. */
+static inline __attribute__((always_inline)) void
+avg_sums(const kann_pool2d_args *a, const float *xp, int64_t ih0, kann_range kh, uint32_t v0,
+         int nv, int64_t (*first)[MAX_KW], __mmask16 (*masks)[MAX_KW][2], int stride2,
+         __m512 *acc) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const size_t row_step = (size_t)a->dil_h * a->w_in;
+    const float *x0 = xp + (size_t)(ih0 + (int64_t)kh.lo * a->dil_h) * a->w_in;
+    __m512 s[AVG_GROUP]; /* in registers (acc is the caller's memory) */
+#pragma GCC unroll 4
+    for (int g = 0; g < nv; g++)
+        s[g] = _mm512_setzero_ps();
+    for (uint32_t i = 0; i < a->k_w; i++) {
+        const float *xr = x0;
+        for (uint32_t t = kh.lo; t < kh.hi; t++, xr += row_step) {
+#pragma GCC unroll 4
+            for (int g = 0; g < nv; g++) {
+                const uint32_t v = v0 + (uint32_t)g;
+                const float *xc = xr + first[v][i];
+                __m512 e = _mm512_maskz_loadu_ps(masks[v][i][0], xc);
+                if (stride2)
+                    e = _mm512_permutex2var_ps(e, even,
+                                               _mm512_maskz_loadu_ps(masks[v][i][1], xc + 16));
+                s[g] = _mm512_add_ps(s[g], e);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < nv; g++)
+        acc[g] = s[g];
 }
 
 /* Window rows pool3_row takes at once (more: the general path). */
@@ -101,6 +140,19 @@ pool3_row(const pool3_ctx *c, const float *const *rows, int n, float *yr, int no
     }
 }
 
+/* Output vector v of the row at yr, its activation applied (vec_act: in the vector). */
+static inline __attribute__((always_inline)) void store_row_vector(const kann_pool2d_args *a,
+                                                                   float *yr, uint32_t v,
+                                                                   __m512 acc, int vec_act,
+                                                                   __m512 lo, __m512 hi) {
+    if (vec_act) acc = vf_act(acc, &a->act, lo, hi);
+    uint32_t len = a->w_out - 16 * v < 16 ? a->w_out - 16 * v : 16;
+    _mm512_mask_storeu_ps(yr + 16 * v, lanes(0, len), acc);
+    if (!vec_act)
+        for (uint32_t j = 0; j < len; j++)
+            yr[16 * v + j] = kann_act_apply(&a->act, yr[16 * v + j]);
+}
+
 void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
     const kann_pool2d_args *a = args;
     if (!kann_pool2d_vector_path(a, 16 * MAX_VECS)) {
@@ -126,14 +178,21 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
     __mmask16 has_cols[MAX_VECS], masks[MAX_VECS][MAX_KW][2];
     int64_t first[MAX_VECS][MAX_KW];
     uint32_t n_kw[MAX_VECS];
+    /* an average's divisor: the rows counted times cols_counted, per output column */
+    int avg = a->kind == KANN_POOL_AVG, count_pad = avg && a->count_include_pad;
+    __m512 cols_counted[MAX_VECS];
     for (uint32_t v = 0; v < n_vecs; v++) {
         int64_t len = a->w_out - 16 * v < 16 ? a->w_out - 16 * v : 16;
         int64_t iw_base = (int64_t)v * 16 * a->stride_w - a->pad_left;
         has_cols[v] = 0;
+        float cols[16] = {0};
         for (int64_t j = 0; j < len; j++) {
             kann_range r = kann_window_range(iw_base + j * a->stride_w, a->dil_w, 0, w_in, a->k_w);
             if (r.hi > r.lo) has_cols[v] |= (__mmask16)(1u << j);
+            cols[j] = (float)kann_pool_taps_counted(iw_base + j * a->stride_w, a->dil_w, a->k_w,
+                                                    a->w_in, a->pad_left, a->pad_right, count_pad);
         }
+        cols_counted[v] = _mm512_loadu_ps(cols);
         n_kw[v] = 0;
         for (uint32_t kw = 0; kw < a->k_w; kw++) {
             int64_t iw0 = iw_base + (int64_t)kw * a->dil_w;
@@ -145,7 +204,7 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
                 m0 = lanes(-iw0, w_in - iw0) & lanes(0, end);
                 m1 = lanes(-iw0 - 16, w_in - iw0 - 16) & lanes(0, end - 16);
             }
-            if (!m0 && !m1) continue;
+            if (!m0 && !m1 && !avg) continue;
             masks[v][n_kw[v]][0] = m0;
             masks[v][n_kw[v]][1] = m1;
             first[v][n_kw[v]++] = iw0;
@@ -154,7 +213,7 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
     /* 3 columns, stride 2, dilation 1 (resnet18's and squeezenet1_1's max pools): a row of
      * outputs at a time (pool3_row); blocks[b]: the lanes of columns 16 b - pad_left + [0, 16)
      * inside x */
-    int shared3 = stride2 && a->k_w == 3 && a->dil_w == 1;
+    int shared3 = !avg && stride2 && a->k_w == 3 && a->dil_w == 1;
     __mmask16 blocks[2 * MAX_VECS + 1];
     for (uint32_t b = 0; shared3 && b <= 2 * n_vecs; b++) {
         int64_t c = (int64_t)b * 16 - a->pad_left;
@@ -177,6 +236,30 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
             kann_range kh = a->dil_h == 1 ? rows_inside(ih0, a->h_in, a->k_h)
                                           : kann_window_range(ih0, a->dil_h, 0, a->h_in, a->k_h);
             float *yr = y + p * y_plane + (size_t)oh * a->w_out;
+            if (avg) {
+                __m512 rows_counted = _mm512_set1_ps((float)kann_pool_taps_counted(
+                    ih0, a->dil_h, a->k_h, a->h_in, a->pad_top, a->pad_bottom, count_pad));
+                for (uint32_t v0 = 0; v0 < n_vecs; v0 += AVG_GROUP) {
+                    int nv = n_vecs - v0 < AVG_GROUP ? (int)(n_vecs - v0) : AVG_GROUP;
+                    __m512 sum[AVG_GROUP];
+                    if (nv == 4) /* constant counts: the sums stay in registers */
+                        avg_sums(a, xp, ih0, kh, v0, 4, first, masks, stride2, sum);
+                    else if (nv == 3)
+                        avg_sums(a, xp, ih0, kh, v0, 3, first, masks, stride2, sum);
+                    else if (nv == 2)
+                        avg_sums(a, xp, ih0, kh, v0, 2, first, masks, stride2, sum);
+                    else
+                        avg_sums(a, xp, ih0, kh, v0, 1, first, masks, stride2, sum);
+                    for (int g = 0; g < nv; g++) {
+                        /* a window that counts nothing gives 0, as in the reference */
+                        __m512 n = _mm512_mul_ps(rows_counted, cols_counted[v0 + (uint32_t)g]);
+                        __m512 acc = _mm512_maskz_div_ps(
+                            _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_NEQ_UQ), sum[g], n);
+                        store_row_vector(a, yr, v0 + (uint32_t)g, acc, vec_act, lo, hi);
+                    }
+                }
+                continue;
+            }
             if (shared3 && kh.hi - kh.lo <= POOL3_MAX_ROWS) {
                 const float *rows[POOL3_MAX_ROWS];
                 int n = (int)(kh.hi - kh.lo);
@@ -212,12 +295,7 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
                 }
                 acc =
                     _mm512_maskz_mov_ps(kh.hi > kh.lo ? has_cols[v] : 0, _mm512_max_ps(acc1, acc));
-                if (vec_act) acc = vf_act(acc, act, lo, hi);
-                uint32_t len = a->w_out - 16 * v < 16 ? a->w_out - 16 * v : 16;
-                _mm512_mask_storeu_ps(yr + 16 * v, lanes(0, len), acc);
-                if (!vec_act)
-                    for (uint32_t j = 0; j < len; j++)
-                        yr[16 * v + j] = kann_act_apply(act, yr[16 * v + j]);
+                store_row_vector(a, yr, v, acc, vec_act, lo, hi);
             }
         }
     }

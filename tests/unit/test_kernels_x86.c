@@ -894,7 +894,8 @@ static void test_dwconv2d_model_shapes(void **state) {
 /* ---- pool2d --------------------------------------------------------------------------------- */
 
 /* Max and average pooling, strides 1-3, dilation, padding wider than the window (windows that
- * cover nothing give 0), ragged rows, NaN inputs (skipped by max), complementary plane tiles;
+ * cover nothing give 0), ragged rows (an average's up to 100 columns half the time: groups of
+ * four output vectors and what is left), NaN inputs (skipped by max), complementary plane tiles;
  * one case in 4 a 3-column window at stride 2 over rows up to 120 wide (half of them 3x3, with
  * several NaN inputs). */
 static void test_pool2d_random(void **state) {
@@ -916,7 +917,7 @@ static void test_pool2d_random(void **state) {
         a.pad_bottom = rng_range(0, 3);
         a.pad_right = rng_range(0, 3);
         a.h_in = rng_range(1, 12);
-        a.w_in = rng_range(1, 50);
+        a.w_in = rng_range(1, a.kind == KANN_POOL_AVG && i % 2 ? 100 : 50);
         int shared3 = i % 8 == 3 || i % 8 == 7;
         if (shared3) { /* 3 columns at stride 2: the loads shared by the taps */
             a.k_w = 3;
