@@ -56,11 +56,12 @@ avg_sums(const kann_pool2d_args *a, const float *xp, int64_t ih0, kann_range kh,
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const size_t row_step = (size_t)a->dil_h * a->w_in;
-    const float *x0 = xp + (size_t)(ih0 + (int64_t)kh.lo * a->dil_h) * a->w_in;
     __m512 s[AVG_GROUP]; /* in registers (acc is the caller's memory) */
 #pragma GCC unroll 4
     for (int g = 0; g < nv; g++)
         s[g] = _mm512_setzero_ps();
+    /* no window row inside x: the sums stay 0 (and row kh.lo may lie above x) */
+    const float *x0 = kh.hi > kh.lo ? xp + (size_t)(ih0 + (int64_t)kh.lo * a->dil_h) * a->w_in : xp;
     for (uint32_t i = 0; i < a->k_w; i++) {
         const float *xr = x0;
         for (uint32_t t = kh.lo; t < kh.hi; t++, xr += row_step) {
