@@ -512,45 +512,106 @@ typedef struct direct_pass {
     __m512 lo, hi;
 } direct_pass;
 
+/* acc[c * V + v] = pixels [16 v, 16 v + 16) of channel c < 8 of a group: per reduction step V
+ * vectors of consecutive inputs and 8 broadcast weights for 8 V FMAs. 16 channels by one
+ * vector (direct_sums: 17 loads per 16 FMAs) ran at 85-90 % of the FMA rate on a core with
+ * full-width 512-bit units; 8 by 3 (11 loads per 24 FMAs) keeps it fed. */
+static inline __attribute__((always_inline)) void direct_sums_8xv(const float *w, const float *src,
+                                                                  const ptrdiff_t *off, size_t K,
+                                                                  __m512 acc[24], const int V) {
+#pragma GCC unroll 24
+    for (int i = 0; i < 8 * V; i++)
+        acc[i] = _mm512_setzero_ps();
+    for (size_t k = 0; k < K; k++, w += 16) {
+        const float *p = src + off[k];
+        __m512 b[3];
+#pragma GCC unroll 3
+        for (int v = 0; v < V; v++)
+            b[v] = _mm512_loadu_ps(p + 16 * v);
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) {
+            __m512 a = _mm512_set1_ps(w[c]);
+#pragma GCC unroll 3
+            for (int v = 0; v < V; v++)
+                acc[c * V + v] = _mm512_fmadd_ps(a, b[v], acc[c * V + v]);
+        }
+    }
+}
+
+/* Pixel vector v of the pass's channel ch at output pixel `at` (n lanes of it, mask m): bias,
+ * residual and activation, then the store. */
+static inline __attribute__((always_inline)) void direct_store(const direct_pass *d, size_t ch,
+                                                               size_t at, __m512 v, __mmask16 m,
+                                                               size_t n) {
+    const kann_conv2d_packed_args *a = d->a;
+    if (d->bias) v = _mm512_add_ps(v, _mm512_set1_ps(d->bias[ch]));
+    if (d->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, d->res + ch * d->hw + at));
+    if (d->vec_act) v = vf_act(v, &a->act, d->lo, d->hi);
+    float *y = d->y + ch * d->hw + at;
+    /* the same columns two rows on: y is 3 MB inside a network and its lines come from L3
+     * or memory (squeezenet1_1's stem, caches flushed between calls: 660 -> 586 µs; in a
+     * run 691 -> 598; warm 1-2 % slower) */
+    _mm_prefetch((const char *)(y + 2 * a->w_out), _MM_HINT_T0);
+    _mm512_mask_storeu_ps(y, m, v);
+    if (!d->vec_act)
+        for (size_t j = 0; j < n; j++)
+            y[j] = kann_act_apply(&a->act, y[j]);
+}
+
 /* Pixels [ow0, ow0 + n) of output row oh (n <= 16), group g of the pass. */
 static inline __attribute__((always_inline)) void direct_block(const direct_pass *d, size_t oh,
                                                                size_t ow0, size_t n, size_t g) {
-    const kann_conv2d_packed_args *a = d->a;
     __mmask16 m = lanes(0, n);
-    size_t at = oh * a->w_out + ow0;
+    size_t at = oh * d->a->w_out + ow0;
     __m512 acc[16];
     if (n <= 8)
         direct_sums8(d->wt + g * d->K * 16, d->st + ow0, d->off, d->K, acc);
     else
         direct_sums(d->wt + g * d->K * 16, d->st + ow0, d->off, d->K, acc);
     size_t nl = d->nc - g * 16 < 16 ? d->nc - g * 16 : 16;
-    for (size_t l = 0; l < nl; l++) {
-        size_t ch = g * 16 + l;
-        __m512 v = acc[l];
-        if (d->bias) v = _mm512_add_ps(v, _mm512_set1_ps(d->bias[ch]));
-        if (d->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, d->res + ch * d->hw + at));
-        if (d->vec_act) v = vf_act(v, &a->act, d->lo, d->hi);
-        float *y = d->y + ch * d->hw + at;
-        /* the same columns two rows on: y is 3 MB inside a network and its lines come from L3
-         * or memory (squeezenet1_1's stem, caches flushed between calls: 660 -> 586 µs; in a
-         * run 691 -> 598; warm 1-2 % slower) */
-        _mm_prefetch((const char *)(y + 2 * a->w_out), _MM_HINT_T0);
-        _mm512_mask_storeu_ps(y, m, v);
-        if (!d->vec_act)
-            for (size_t j = 0; j < n; j++)
-                y[j] = kann_act_apply(&a->act, y[j]);
-    }
+    for (size_t l = 0; l < nl; l++)
+        direct_store(d, g * 16 + l, at, acc[l], m, n);
 }
 
-/* Columns [c0, c1) of output row oh in blocks of 16, group by group, so that 16 planes take
- * the row's stores at a time: with y not in the caches (the stem inside a network) 64 at a
- * time stalled on their lines (squeezenet1_1's stem, caches flushed between calls, 10th
- * percentile of 100: 782 -> 720 µs; warm, unchanged). */
+/* Pixels [ow0, ow0 + n) of output row oh (16 V - 16 < n <= 16 V), channels [8 h, 8 h + 8) of
+ * group g of the pass. */
+static inline __attribute__((always_inline)) void direct_block_8xv(const direct_pass *d, size_t oh,
+                                                                   size_t ow0, size_t n, size_t g,
+                                                                   size_t h, const int V) {
+    size_t at = oh * d->a->w_out + ow0, c0 = g * 16 + h * 8;
+    __m512 acc[24];
+    direct_sums_8xv(d->wt + g * d->K * 16 + h * 8, d->st + ow0, d->off, d->K, acc, V);
+    size_t nl = d->nc - c0 < 8 ? d->nc - c0 : 8;
+    for (size_t l = 0; l < nl; l++)
+#pragma GCC unroll 3
+        for (int v = 0; v < V; v++) {
+            size_t nv = n - 16 * (size_t)v < 16 ? n - 16 * (size_t)v : 16;
+            direct_store(d, c0 + l, at + 16 * (size_t)v, acc[l * V + v], lanes(0, nv), nv);
+        }
+}
+
+/* Columns [c0, c1) of output row oh, group by group, so that 16 planes take the row's stores
+ * at a time: with y not in the caches (the stem inside a network) 64 at a time stalled on
+ * their lines (squeezenet1_1's stem, caches flushed between calls, 10th percentile of 100: 782
+ * -> 720 µs; warm, unchanged). Blocks of 48 pixels (two halves of the group's channels), the
+ * row's last 17 to 32 as one block of two vectors, 16 or fewer as one group of 16 channels. */
 static __attribute__((noinline)) void direct_blocks(const direct_pass *d, size_t oh, size_t c0,
                                                     size_t c1) {
-    for (size_t g = 0; g * 16 < d->nc; g++)
-        for (size_t ow = c0; ow < c1; ow += 16)
-            direct_block(d, oh, ow, c1 - ow < 16 ? c1 - ow : 16, g);
+    for (size_t g = 0; g * 16 < d->nc; g++) {
+        size_t halves = d->nc - g * 16 > 8 ? 2 : 1, ow = c0;
+        while (c1 - ow > 32) {
+            size_t n = c1 - ow < 48 ? c1 - ow : 48;
+            for (size_t h = 0; h < halves; h++)
+                direct_block_8xv(d, oh, ow, n, g, h, 3);
+            ow += n;
+        }
+        if (c1 - ow > 16) {
+            for (size_t h = 0; h < halves; h++)
+                direct_block_8xv(d, oh, ow, c1 - ow, g, h, 2);
+        } else if (ow < c1) {
+            direct_block(d, oh, ow, c1 - ow, g);
+        }
+    }
 }
 
 /* The buffers of the direct path (on the caller's stack). */
@@ -731,40 +792,90 @@ typedef struct maxpool_direct {
     const float *bt; /* the pass's biases, 16 per group, 0 past its channels */
 } maxpool_direct;
 
-/* NP pixels (16, or 8 for a row's last few) of one group from the window rows' copy at src into
- * out ([pixel][16 channels]): the FMAs are per pixel, so a ragged tail of 8 or fewer costs half
- * a block (alexnet's 11x11 stem, 55 columns). */
-static inline __attribute__((always_inline)) void maxpool_direct_block(const direct_pass *d,
-                                                                       const float *wg, __m512 bias,
-                                                                       const float *src, float *out,
-                                                                       const int NP) {
-    __m512 acc[16];
+/* NP pixels of NG groups of 16 channels (NG * NP <= 24 accumulators) from the window rows' copy
+ * at src into the ring slot out ([group][column][16], groups gs floats apart): per reduction
+ * step NG weight vectors and NP broadcast inputs for NG * NP FMAs. One group of 16 pixels
+ * (17 loads per 16 FMAs) ran the 7x7 stem at 85 % of the FMA rate on a core with full-width
+ * 512-bit units; 2 groups of 12 pixels or 4 of 6 (14 or 10 loads per 24 FMAs) keep it fed. */
+static inline __attribute__((always_inline)) void
+maxpool_direct_block(const direct_pass *d, const float *wg, const float *bt, const float *src,
+                     float *out, size_t gs, const int NG, const int NP) {
+    __m512 acc[24]; /* acc[j * NG + g]: pixel j, group g (fixed size: kept in registers) */
+#pragma GCC unroll 4
+    for (int g = 0; g < NG; g++) {
+        __m512 b = _mm512_loadu_ps(bt + 16 * g);
 #pragma GCC unroll 16
-    for (int j = 0; j < NP; j++)
-        acc[j] = bias;
-    for (size_t k = 0; k < d->K; k++) {
-        __m512 wv = _mm512_loadu_ps(wg + k * 16);
+        for (int j = 0; j < NP; j++)
+            acc[j * NG + g] = b;
+    }
+    size_t K = d->K;
+    for (size_t k = 0; k < K; k++) {
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int g = 0; g < NG; g++)
+            wv[g] = _mm512_loadu_ps(wg + (g * K + k) * 16);
         const float *p = src + d->off[k];
         /* p opaque: each pixel's input a displacement from it, not an index register */
         __asm__("" : "+r"(p));
 #pragma GCC unroll 16
-        for (int j = 0; j < NP; j++)
-            acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), wv, acc[j]);
+        for (int j = 0; j < NP; j++) {
+            __m512 x = _mm512_set1_ps(p[j]);
+#pragma GCC unroll 4
+            for (int g = 0; g < NG; g++)
+                acc[j * NG + g] = _mm512_fmadd_ps(x, wv[g], acc[j * NG + g]);
+        }
     }
+#pragma GCC unroll 4
+    for (int g = 0; g < NG; g++) {
+        float *o = out + g * gs;
 #pragma GCC unroll 16
-    for (int j = 0; j < NP; j++)
-        _mm512_storeu_ps(out + 16 * j,
-                         d->vec_act ? vf_act(acc[j], &d->a->act, d->lo, d->hi) : acc[j]);
-    if (!d->vec_act)
-        for (size_t e = 0; e < (size_t)NP * 16; e++)
-            out[e] = kann_act_apply(&d->a->act, out[e]);
+        for (int j = 0; j < NP; j++)
+            _mm512_storeu_ps(o + 16 * j,
+                             d->vec_act ? vf_act(acc[j * NG + g], &d->a->act, d->lo, d->hi)
+                                         : acc[j * NG + g]);
+        if (!d->vec_act)
+            for (size_t e = 0; e < (size_t)NP * 16; e++)
+                o[e] = kann_act_apply(&d->a->act, o[e]);
+    }
+}
+
+/* The last n < NP pixels of a row, NG groups: one block of exactly n, so that no column past
+ * the row lands in the next group's part of the slot. */
+#define MP_TAIL_CASE(NG, N)                                                                     \
+    case N:                                                                                    \
+        maxpool_direct_block(d, wg, bt, src, out, gs, NG, N);                                   \
+        break;
+static __attribute__((noinline)) void maxpool_direct_tail(const direct_pass *d, const float *wg,
+                                                          const float *bt, const float *src,
+                                                          float *out, size_t gs, int ng, size_t n) {
+    if (ng == 4) {
+        switch (n) { MP_TAIL_CASE(4, 1) MP_TAIL_CASE(4, 2) MP_TAIL_CASE(4, 3) MP_TAIL_CASE(4, 4)
+                     MP_TAIL_CASE(4, 5) }
+    } else if (ng == 3) {
+        switch (n) { MP_TAIL_CASE(3, 1) MP_TAIL_CASE(3, 2) MP_TAIL_CASE(3, 3) MP_TAIL_CASE(3, 4)
+                     MP_TAIL_CASE(3, 5) MP_TAIL_CASE(3, 6) MP_TAIL_CASE(3, 7) }
+    } else {
+        switch (n) { MP_TAIL_CASE(2, 1) MP_TAIL_CASE(2, 2) MP_TAIL_CASE(2, 3) MP_TAIL_CASE(2, 4)
+                     MP_TAIL_CASE(2, 5) MP_TAIL_CASE(2, 6) MP_TAIL_CASE(2, 7) MP_TAIL_CASE(2, 8)
+                     MP_TAIL_CASE(2, 9) MP_TAIL_CASE(2, 10) MP_TAIL_CASE(2, 11) }
+    }
+}
+#undef MP_TAIL_CASE
+
+/* Groups of a block: as many as the pass has, up to 4, while their weights stay within 20 KiB
+ * of the L1 cache beside the window rows' copy (resnet18's 7x7 stem, K = 147: 2 groups). */
+static int maxpool_direct_groups(const direct_pass *d) {
+    int ng = (int)((d->nc + 15) / 16);
+    while (ng > 1 && (size_t)ng * d->K * 16 * sizeof(float) > 20 * 1024)
+        ng--;
+    return ng > 4 ? 4 : ng;
 }
 
 /* Conv row i of the pass's channels into its ring slot, 16 channels of a pixel together
- * ([group][column][16]): per block of 16 pixels, acc[j] = the 16 channels of pixel j, each
- * reduction step one vector of weights and 16 FMAs broadcasting one input each (no transpose:
- * the pool takes whole vectors of channels, and only its output, a quarter of the pixels or
- * fewer, goes back to planes). Bias and activation before the pool. */
+ * ([group][column][16]): blocks of NG groups by 24 / NG pixels (maxpool_direct_block), one
+ * group by 16 pixels where the pass has one group or its weights are long; bias and activation
+ * before the pool. No transpose: the pool takes whole vectors of channels, and only its output,
+ * a quarter of the pixels or fewer, goes back to planes. */
 static void maxpool_direct_row(const kann_conv2d_maxpool_args *a, const kann_exec *ex, size_t i,
                                size_t m_begin, size_t m_end, void *ctx) {
     maxpool_direct *md = ctx;
@@ -772,18 +883,34 @@ static void maxpool_direct_row(const kann_conv2d_maxpool_args *a, const kann_exe
     (void)m_begin; /* the pass's channels from the slot's start */
     (void)m_end;
     direct_stage(d->a, md->x, i, md->bufs->st);
-    size_t w = a->w_conv, w16 = (w + 15) / 16 * 16, K = d->K;
+    size_t w = a->w_conv, w16 = (w + 15) / 16 * 16, K = d->K, gs = w16 * 16;
     float *slot = kann_maxpool_slot_at(a, ex, i % a->pool_k_h);
-    for (size_t g = 0; g * 16 < d->nc; g++) {
-        const float *wg = d->wt + g * K * 16;
-        __m512 bias = _mm512_loadu_ps(md->bt + g * 16);
-        float *out = slot + g * w16 * 16;
-        for (size_t ow = 0; ow < w; ow += 16) {
-            if (w - ow <= 8)
-                maxpool_direct_block(d, wg, bias, d->st + ow, out + ow * 16, 8);
-            else
-                maxpool_direct_block(d, wg, bias, d->st + ow, out + ow * 16, 16);
+    size_t n_groups = (d->nc + 15) / 16;
+    int ng = maxpool_direct_groups(d);
+    for (size_t g = 0; g < n_groups; g += (size_t)ng) {
+        int gn = n_groups - g < (size_t)ng ? (int)(n_groups - g) : ng;
+        const float *wg = d->wt + g * K * 16, *bt = md->bt + g * 16;
+        float *out = slot + g * gs;
+        size_t ow = 0;
+        if (gn == 1) { /* 16 pixels a block; the slot's columns run to w16 */
+            for (; ow < w; ow += 16) {
+                if (w - ow <= 8)
+                    maxpool_direct_block(d, wg, bt, d->st + ow, out + ow * 16, gs, 1, 8);
+                else
+                    maxpool_direct_block(d, wg, bt, d->st + ow, out + ow * 16, gs, 1, 16);
+            }
+            continue;
         }
+        size_t np = (size_t)(24 / gn);
+        for (; ow + np <= w; ow += np) {
+            if (gn == 4)
+                maxpool_direct_block(d, wg, bt, d->st + ow, out + ow * 16, gs, 4, 6);
+            else if (gn == 3)
+                maxpool_direct_block(d, wg, bt, d->st + ow, out + ow * 16, gs, 3, 8);
+            else
+                maxpool_direct_block(d, wg, bt, d->st + ow, out + ow * 16, gs, 2, 12);
+        }
+        if (ow < w) maxpool_direct_tail(d, wg, bt, d->st + ow, out + ow * 16, gs, gn, w - ow);
     }
 }
 
