@@ -715,6 +715,7 @@ void kann_f32_dwconv2d_avx512(const void *args, const kann_exec *ex) {
         d3_drive(a, ex, rg, side);
         return;
     }
+    if (kann_dwconv2d_planes_avx512(a, ex, &rg)) return;
     cl_plan p;
     if (rg.c_end > rg.c_begin && rg.c_end - rg.c_begin >= CL_MIN_CHANNELS && cl_plan_of(a, &p)) {
         uint32_t n = rg.c_end - rg.c_begin, tail = n % 16;

@@ -36,6 +36,12 @@ int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *
  * or returns 0 without touching anything where the path does not apply. */
 int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *ex);
 
+/* dwconv2d's AVX-512 path for small maps (dwconv2d_planes_avx512.c): runs the channels and rows
+ * rg of conv a and returns 1, or returns 0 without touching anything where it does not apply. */
+struct kann_dw_range;
+int kann_dwconv2d_planes_avx512(const kann_dwconv2d_args *a, const kann_exec *ex,
+                                const struct kann_dw_range *rg);
+
 /* dwblock's AVX-512 lanes path (dwblock_lanes_avx512.c): the expansion and the depthwise conv
  * with 16 channels in the lanes, the projection through ukr (strips of nr pixels); runs tile a
  * and returns 1, or returns 0 without touching anything where the path does not apply. */

@@ -891,6 +891,46 @@ static void test_dwconv2d_model_shapes(void **state) {
         check_dwconv(&cases[i]);
 }
 
+/* AVX-512's path for small maps (whole planes in at most 8 vectors): 3x3 and 5x5 windows at
+ * stride 1 whose output is as large as the input, on maps of 1 to 12 rows and columns (planes
+ * of 1 to 128 outputs, one to eight vectors, rows narrower and wider than the window); 3x3 at
+ * stride 2 with padding 0 to 2 on inputs whose output rows are 1 to 7 wide (two output rows a
+ * vector), odd and even sizes; odd channel counts (pairs and a single one), two images; next to
+ * them the shapes just outside (129 outputs, 8-wide rows at stride 2, padding other than
+ * (k - 1) / 2). Tiles along rows leave the path. */
+static void test_dwconv2d_planes(void **state) {
+    (void)state;
+    rng_state = 107;
+    for (int i = 0; i < 160; i++) {
+        dw_case k = {0};
+        k.n = rng_range(1, 2);
+        k.c = rng_range(1, 21);
+        k.d_h = k.d_w = 1;
+        if (i % 2 == 0) { /* stride 1, same size */
+            k.k_h = k.k_w = i % 4 == 0 ? 3 : 5;
+            k.s_h = k.s_w = 1;
+            k.p_top = k.p_left = k.k_h / 2;
+            k.h_in = rng_range(1, 12);
+            k.w_in = rng_range(1, 12);
+            if (i % 16 == 2) { /* just past 8 vectors */
+                k.h_in = 43;
+                k.w_in = 3;
+            }
+            if (i % 16 == 6) k.p_left = 0; /* not same-size along the rows */
+        } else {                           /* 3x3, stride 2 */
+            k.k_h = k.k_w = 3;
+            k.s_h = k.s_w = 2;
+            k.p_top = rng_range(0, 2);
+            k.p_left = rng_range(0, 2);
+            k.h_in = rng_range(3, 20);
+            k.w_in = rng_range(3, 16);
+            if (i % 16 == 3) k.w_in = 17; /* 8 outputs a row with padding 1 */
+        }
+        if (k.h_in + 2 * k.p_top < k.k_h || k.w_in + 2 * k.p_left < k.k_w) continue;
+        check_dwconv(&k);
+    }
+}
+
 /* ---- pool2d --------------------------------------------------------------------------------- */
 
 /* Max and average pooling, strides 1-3, dilation, padding wider than the window (windows that
@@ -1459,6 +1499,7 @@ int main(void) {
         cmocka_unit_test(test_dwconv2d_random),
         cmocka_unit_test(test_dwconv2d_model_shapes),
         cmocka_unit_test(test_dwconv2d_lanes),
+        cmocka_unit_test(test_dwconv2d_planes),
         cmocka_unit_test(test_pool2d_random),
         cmocka_unit_test(test_conv2d_maxpool_random),
         cmocka_unit_test(test_conv2d_maxpool_validate),

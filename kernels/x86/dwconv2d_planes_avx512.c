@@ -1,0 +1,354 @@
+/* dwconv2d for AVX-512 on small maps: a channel's whole output plane in a few vectors, the
+ * pixels in the lanes, read straight from the input plane.
+ *
+ * Maps narrower than the straight path's D3_MIN_WIDTH (7x7 in MobileNet and EfficientNet) went
+ * through the channels-in-lanes ring: 16 channels of every input pixel transposed into it and
+ * every output pixel transposed back, more shuffles than FMAs on a 49-pixel plane. Here:
+ *
+ * - stride 1 with the output as large as the input (a square window, padding (k - 1) / 2 each
+ *   side): output pixel p and its tap (kh, kw) lie (kh - pad) * w + (kw - pad) floats apart in
+ *   the flat planes, so a tap of 16 consecutive output pixels is one masked load at a constant
+ *   offset; the mask (worked out once per call for every vector and tap) drops the lanes whose
+ *   tap falls outside the plane, which reads as the zero padding;
+ * - stride 2, 3x3, rows of at most 7 outputs: a vector holds two output rows; per window row
+ *   the two input rows are two masked loads (columns -pad_left .. 15 - pad_left) and each of
+ *   the three taps one permute of them picking columns 2j + kw of each.
+ *
+ * Two channels go together so that 8 or more FMA chains hide the latency. Bias, residual and
+ * activation at the store; output vectors are consecutive floats of the plane. */
+#include <immintrin.h>
+
+#include "kann_x86.h"
+#include "ref/act.h"
+#include "ref/dwconv2d.h"
+
+#define KANN_VEC_BITS 512
+#include "vec_math.h"
+#include "simd_act.h"
+#include "row_pair_avx512.h"
+
+/* Output vectors of a plane at most (a 10x12 map). */
+#define PL_VECS 8
+/* Window sides of the stride-1 form. */
+#define PL_MAX_K 5
+
+/* What the stores share: activation (clamp: none, relu, clip as a max and a min), bias and the
+ * residual's planes. */
+typedef struct pl_out {
+    const kann_act *act;
+    int clamp, vec_act;
+    __m512 lo, hi;
+} pl_out;
+
+/* v (output floats [at, at + 16) of channel plane yc, lanes keep) with bias, residual and
+ * activation. CLAMP: the activation is a clamp (a constant per copy). */
+static inline __attribute__((always_inline)) void pl_store(const pl_out *o, __m512 v,
+                                                           __mmask16 keep, float *yc,
+                                                           const float *rc, size_t at, int CLAMP) {
+    if (rc) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(keep, rc + at));
+    if (CLAMP)
+        v = _mm512_min_ps(o->hi, _mm512_max_ps(o->lo, v));
+    else if (o->vec_act)
+        v = vf_act(v, o->act, o->lo, o->hi);
+    _mm512_mask_storeu_ps(yc + at, keep, v);
+    if (!CLAMP && !o->vec_act)
+        for (size_t j = 0; j < 16; j++)
+            if (keep >> j & 1) yc[at + j] = kann_act_apply(o->act, yc[at + j]);
+}
+
+/* The accumulators of channels c0 .. c0 + C - 1, NV vectors each, set to their biases. */
+static inline __attribute__((always_inline)) void pl_init(__m512 acc[2][PL_VECS], const float *bias,
+                                                          size_t c0, const int C, const int NV) {
+#pragma GCC unroll 2
+    for (int c = 0; c < C; c++) {
+        __m512 b = _mm512_set1_ps(bias ? bias[c0 + c] : 0.0f);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++)
+            acc[c][v] = b;
+    }
+}
+
+/* Vector v of channel c0 + c to its plane (plane floats each) at v * step, lanes keep[v]. */
+static inline __attribute__((always_inline)) void
+pl_store_all(const pl_out *o, __m512 acc[2][PL_VECS], const __mmask16 *keep, float *y,
+             const float *res, size_t plane, size_t step, size_t c0, const int C, const int NV,
+             int CLAMP) {
+#pragma GCC unroll 2
+    for (int c = 0; c < C; c++) {
+        float *yc = y + (c0 + c) * plane;
+        const float *rc = res ? res + (c0 + c) * plane : NULL;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++)
+            pl_store(o, acc[c][v], keep[v], yc, rc, (size_t)v * step, CLAMP);
+    }
+}
+
+/* ---- stride 1, output as large as the input ---------------------------------------------- */
+
+typedef struct pl_same {
+    size_t hw, nv, taps;
+    ptrdiff_t off[PL_MAX_K * PL_MAX_K];        /* tap t: floats from the output pixel */
+    __mmask16 m[PL_VECS][PL_MAX_K * PL_MAX_K]; /* lanes of vector v whose tap t lies inside */
+    __mmask16 keep[PL_VECS];                   /* lanes of vector v inside the plane */
+} pl_same;
+
+static int pl_same_of(const kann_dwconv2d_args *a, pl_same *s) {
+    uint32_t k = a->k_h;
+    if (a->k_w != k || k % 2 == 0 || k > PL_MAX_K || a->stride_h != 1 || a->stride_w != 1 ||
+        a->dil_h != 1 || a->dil_w != 1 || a->pad_top != k / 2 || a->pad_left != k / 2 ||
+        a->h_out != a->h_in || a->w_out != a->w_in)
+        return 0;
+    size_t h = a->h_out, w = a->w_out, hw = h * w;
+    if (hw == 0 || hw > 16 * PL_VECS) return 0;
+    s->hw = hw;
+    s->nv = (hw + 15) / 16;
+    s->taps = (size_t)k * k;
+    int64_t pad = k / 2;
+    for (size_t t = 0; t < s->taps; t++) {
+        int64_t dh = (int64_t)(t / k) - pad, dw = (int64_t)(t % k) - pad;
+        s->off[t] = (ptrdiff_t)(dh * (int64_t)w + dw);
+        for (size_t v = 0; v < s->nv; v++) {
+            __mmask16 m = 0;
+            for (size_t l = 0; l < 16; l++) {
+                size_t p = 16 * v + l;
+                int64_t i = (int64_t)(p / w) + dh, j = (int64_t)(p % w) + dw;
+                if (p < hw && i >= 0 && i < (int64_t)h && j >= 0 && j < (int64_t)w)
+                    m |= (__mmask16)(1u << l);
+            }
+            s->m[v][t] = m;
+        }
+    }
+    for (size_t v = 0; v < s->nv; v++)
+        s->keep[v] = kann_lanes16(0, (int64_t)(hw - 16 * v));
+    return 1;
+}
+
+/* Channels c0 .. c0 + C - 1 (C = 1 or 2) of one image, NV vectors each, window side K. */
+static inline __attribute__((always_inline)) void
+pl_same_channels(const pl_same *s, const pl_out *o, const float *x, const float *w,
+                 const float *bias, const float *res, float *y, size_t c0, const int C,
+                 const int NV, const int K, int CLAMP) {
+    __m512 acc[2][PL_VECS];
+    pl_init(acc, bias, c0, C, NV);
+    const size_t hw = s->hw;
+    const float *xc0 = x + c0 * hw, *wc0 = w + c0 * (size_t)(K * K);
+#pragma GCC unroll 25
+    for (int t = 0; t < K * K; t++) {
+        const ptrdiff_t off = s->off[t];
+#pragma GCC unroll 2
+        for (int c = 0; c < C; c++) {
+            const float *xc = xc0 + c * hw + off;
+            __m512 wt = _mm512_set1_ps(wc0[c * K * K + t]);
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; v++)
+                acc[c][v] =
+                    _mm512_fmadd_ps(wt, _mm512_maskz_loadu_ps(s->m[v][t], xc + 16 * v), acc[c][v]);
+        }
+    }
+    pl_store_all(o, acc, s->keep, y, res, hw, 16, c0, C, NV, CLAMP);
+}
+
+/* Channels [c_begin, c_end) of one image, two at a time. */
+static inline __attribute__((always_inline)) void
+pl_same_run(const pl_same *s, const pl_out *o, const float *x, const float *w, const float *bias,
+            const float *res, float *y, size_t c_begin, size_t c_end, const int NV, const int K,
+            int CLAMP) {
+    size_t c = c_begin;
+    for (; c + 2 <= c_end; c += 2)
+        pl_same_channels(s, o, x, w, bias, res, y, c, 2, NV, K, CLAMP);
+    if (c < c_end) pl_same_channels(s, o, x, w, bias, res, y, c, 1, NV, K, CLAMP);
+}
+
+#define PL_SAME_FN(NV, K)                                                                          \
+    static __attribute__((noinline)) void pl_same_##NV##_##K(                                      \
+        const pl_same *s, const pl_out *o, const float *x, const float *w, const float *bias,      \
+        const float *res, float *y, size_t c_begin, size_t c_end) {                                \
+        if (o->clamp)                                                                              \
+            pl_same_run(s, o, x, w, bias, res, y, c_begin, c_end, NV, K, 1);                       \
+        else                                                                                       \
+            pl_same_run(s, o, x, w, bias, res, y, c_begin, c_end, NV, K, 0);                       \
+    }
+PL_SAME_FN(1, 3)
+PL_SAME_FN(2, 3)
+PL_SAME_FN(3, 3)
+PL_SAME_FN(4, 3)
+PL_SAME_FN(5, 3)
+PL_SAME_FN(6, 3)
+PL_SAME_FN(7, 3)
+PL_SAME_FN(8, 3)
+PL_SAME_FN(1, 5)
+PL_SAME_FN(2, 5)
+PL_SAME_FN(3, 5)
+PL_SAME_FN(4, 5)
+PL_SAME_FN(5, 5)
+PL_SAME_FN(6, 5)
+PL_SAME_FN(7, 5)
+PL_SAME_FN(8, 5)
+#undef PL_SAME_FN
+
+typedef void (*pl_same_fn)(const pl_same *, const pl_out *, const float *, const float *,
+                           const float *, const float *, float *, size_t, size_t);
+
+static pl_same_fn pl_same_fn_of(size_t nv, uint32_t k) {
+    static const pl_same_fn k3[PL_VECS] = {pl_same_1_3, pl_same_2_3, pl_same_3_3, pl_same_4_3,
+                                           pl_same_5_3, pl_same_6_3, pl_same_7_3, pl_same_8_3};
+    static const pl_same_fn k5[PL_VECS] = {pl_same_1_5, pl_same_2_5, pl_same_3_5, pl_same_4_5,
+                                           pl_same_5_5, pl_same_6_5, pl_same_7_5, pl_same_8_5};
+    if (k == 3) return k3[nv - 1];
+    if (k == 5) return k5[nv - 1];
+    return NULL; /* k == 1: a per-channel scale, left to the other paths */
+}
+
+/* ---- stride 2, 3x3, two output rows a vector ---------------------------------------------- */
+
+/* Output rows per vector (the two sources of a permute). */
+#define PL_S2_ROWS 2
+/* Vectors of a plane at most: output rows / 2. */
+#define PL_S2_VECS PL_VECS
+
+typedef struct pl_s2 {
+    size_t x_plane, y_plane, w_out, nv;
+    ptrdiff_t row_at[PL_S2_VECS][3]
+                    [2]; /* input row 2i + kh - pad_top of each row, at its col -pad_left */
+    __mmask16 row_m[PL_S2_VECS][3][2]; /* its lanes inside x (none for a row outside) */
+    __m512i pick[3];                   /* tap kw: column 2j + kw of each row's load */
+    __mmask16 keep[PL_S2_VECS];        /* lanes of vector v holding outputs */
+} pl_s2;
+
+static int pl_s2_of(const kann_dwconv2d_args *a, pl_s2 *s) {
+    if (a->k_h != 3 || a->k_w != 3 || a->stride_h != 2 || a->stride_w != 2 || a->dil_h != 1 ||
+        a->dil_w != 1 || a->pad_top > 2 || a->pad_left > 2)
+        return 0;
+    size_t w_out = a->w_out, h_out = a->h_out;
+    /* a row's load covers columns -pad_left .. 15 - pad_left: the last window's reach */
+    if (w_out == 0 || h_out == 0 || 2 * w_out > 16 || 2 * (w_out - 1) + 3 > 16) return 0;
+    if ((h_out + 1) / 2 > PL_S2_VECS) return 0;
+    s->x_plane = (size_t)a->h_in * a->w_in;
+    s->y_plane = h_out * w_out;
+    s->w_out = w_out;
+    s->nv = (h_out + 1) / 2;
+    __mmask16 cols = kann_lanes16((int64_t)a->pad_left, (int64_t)a->pad_left + a->w_in);
+    for (size_t v = 0; v < s->nv; v++) {
+        for (size_t kh = 0; kh < 3; kh++)
+            for (size_t r = 0; r < PL_S2_ROWS; r++) {
+                size_t i = 2 * v + r;
+                int64_t ih = 2 * (int64_t)i + (int64_t)kh - a->pad_top;
+                int inside = i < h_out && ih >= 0 && ih < (int64_t)a->h_in;
+                s->row_at[v][kh][r] = inside ? (ptrdiff_t)(ih * (int64_t)a->w_in - a->pad_left) : 0;
+                s->row_m[v][kh][r] = inside ? cols : 0;
+            }
+        size_t rows = h_out - 2 * v < 2 ? h_out - 2 * v : 2;
+        s->keep[v] = kann_lanes16(0, (int64_t)(rows * w_out));
+    }
+    for (int kw = 0; kw < 3; kw++) {
+        int idx[16];
+        for (size_t l = 0; l < 16; l++)
+            idx[l] = l < w_out       ? (int)(2 * l) + kw
+                     : l < 2 * w_out ? 16 + (int)(2 * (l - w_out)) + kw
+                                     : 0;
+        s->pick[kw] = _mm512_loadu_si512(idx);
+    }
+    return 1;
+}
+
+/* Channels c0 .. c0 + C - 1 (C = 1 or 2) of one image. */
+static inline __attribute__((always_inline)) void
+pl_s2_channels(const pl_s2 *s, const pl_out *o, const float *x, const float *w, const float *bias,
+               const float *res, float *y, size_t c0, const int C, const int NV, int CLAMP) {
+    __m512 acc[2][PL_VECS];
+    pl_init(acc, bias, c0, C, NV);
+#pragma GCC unroll 3
+    for (int kh = 0; kh < 3; kh++) {
+#pragma GCC unroll 2
+        for (int c = 0; c < C; c++) {
+            const float *xc = x + (c0 + c) * s->x_plane;
+            const float *wc = w + (c0 + c) * 9 + kh * 3;
+            __m512 w0 = _mm512_set1_ps(wc[0]), w1 = _mm512_set1_ps(wc[1]),
+                   w2 = _mm512_set1_ps(wc[2]);
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; v++) {
+                __m512 r0 = _mm512_maskz_loadu_ps(s->row_m[v][kh][0], xc + s->row_at[v][kh][0]);
+                __m512 r1 = _mm512_maskz_loadu_ps(s->row_m[v][kh][1], xc + s->row_at[v][kh][1]);
+                acc[c][v] =
+                    _mm512_fmadd_ps(w0, _mm512_permutex2var_ps(r0, s->pick[0], r1), acc[c][v]);
+                acc[c][v] =
+                    _mm512_fmadd_ps(w1, _mm512_permutex2var_ps(r0, s->pick[1], r1), acc[c][v]);
+                acc[c][v] =
+                    _mm512_fmadd_ps(w2, _mm512_permutex2var_ps(r0, s->pick[2], r1), acc[c][v]);
+            }
+        }
+    }
+    pl_store_all(o, acc, s->keep, y, res, s->y_plane, PL_S2_ROWS * s->w_out, c0, C, NV, CLAMP);
+}
+
+static inline __attribute__((always_inline)) void
+pl_s2_run(const pl_s2 *s, const pl_out *o, const float *x, const float *w, const float *bias,
+          const float *res, float *y, size_t c_begin, size_t c_end, const int NV, int CLAMP) {
+    size_t c = c_begin;
+    for (; c + 2 <= c_end; c += 2)
+        pl_s2_channels(s, o, x, w, bias, res, y, c, 2, NV, CLAMP);
+    if (c < c_end) pl_s2_channels(s, o, x, w, bias, res, y, c, 1, NV, CLAMP);
+}
+
+#define PL_S2_FN(NV)                                                                               \
+    static __attribute__((noinline)) void pl_s2_##NV(                                              \
+        const pl_s2 *s, const pl_out *o, const float *x, const float *w, const float *bias,        \
+        const float *res, float *y, size_t c_begin, size_t c_end) {                                \
+        if (o->clamp)                                                                              \
+            pl_s2_run(s, o, x, w, bias, res, y, c_begin, c_end, NV, 1);                            \
+        else                                                                                       \
+            pl_s2_run(s, o, x, w, bias, res, y, c_begin, c_end, NV, 0);                            \
+    }
+PL_S2_FN(1)
+PL_S2_FN(2)
+PL_S2_FN(3)
+PL_S2_FN(4)
+PL_S2_FN(5)
+PL_S2_FN(6)
+PL_S2_FN(7)
+PL_S2_FN(8)
+#undef PL_S2_FN
+
+typedef void (*pl_s2_fn)(const pl_s2 *, const pl_out *, const float *, const float *, const float *,
+                         const float *, float *, size_t, size_t);
+
+static pl_s2_fn pl_s2_fn_of(size_t nv) {
+    static const pl_s2_fn fns[PL_S2_VECS] = {pl_s2_1, pl_s2_2, pl_s2_3, pl_s2_4,
+                                             pl_s2_5, pl_s2_6, pl_s2_7, pl_s2_8};
+    return fns[nv - 1];
+}
+
+/* ---- entry ---------------------------------------------------------------------------------- */
+
+int kann_dwconv2d_planes_avx512(const kann_dwconv2d_args *a, const kann_exec *ex,
+                                const kann_dw_range *range) {
+    kann_dw_range rg = *range;
+    /* whole planes only: a tile along output rows goes to the other paths */
+    if (rg.oh_begin != 0 || rg.oh_end != a->h_out || rg.c_begin >= rg.c_end) return 0;
+    pl_same same;
+    pl_s2 s2;
+    pl_same_fn f_same = NULL;
+    pl_s2_fn f_s2 = NULL;
+    if (pl_same_of(a, &same))
+        f_same = pl_same_fn_of(same.nv, a->k_h);
+    else if (pl_s2_of(a, &s2))
+        f_s2 = pl_s2_fn_of(s2.nv);
+    if (!f_same && !f_s2) return 0;
+    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    float *y = kann_mref(ex, a->y);
+    pl_out o = {&a->act, kann_act_is_clamp(&a->act), kann_act_vectorizes(&a->act),
+                _mm512_set1_ps(kann_act_clamp_lo(&a->act)), _mm512_set1_ps(kann_act_hi(&a->act))};
+    size_t x_plane = (size_t)a->h_in * a->w_in, y_plane = (size_t)a->h_out * a->w_out;
+    for (size_t n = 0; n < a->n; n++) {
+        const float *xn = x + n * a->c_in * x_plane;
+        const float *rn = res ? res + n * a->c_out * y_plane : NULL;
+        float *yn = y + n * a->c_out * y_plane;
+        if (f_same)
+            f_same(&same, &o, xn, w, bias, rn, yn, rg.c_begin, rg.c_end);
+        else
+            f_s2(&s2, &o, xn, w, bias, rn, yn, rg.c_begin, rg.c_end);
+    }
+    return 1;
+}
