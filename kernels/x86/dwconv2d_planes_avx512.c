@@ -5,8 +5,8 @@
  * through the channels-in-lanes ring: 16 channels of every input pixel transposed into it and
  * every output pixel transposed back, more shuffles than FMAs on a 49-pixel plane. Here:
  *
- * - stride 1 with the output as large as the input (a square window, padding (k - 1) / 2 each
- *   side): output pixel p and its tap (kh, kw) lie (kh - pad) * w + (kw - pad) floats apart in
+ * - 3x3 at stride 1 with the output as large as the input (padding 1 on each
+ *   side): output pixel p and its tap (kh, kw) lie (kh - 1) * w + (kw - 1) floats apart in
  *   the flat planes, so a tap of 16 consecutive output pixels is one masked load at a constant
  *   offset; the mask (worked out once per call for every vector and tap) drops the lanes whose
  *   tap falls outside the plane, which reads as the zero padding;
@@ -29,8 +29,9 @@
 
 /* Output vectors of a plane at most (a 10x12 map). */
 #define PL_VECS 8
-/* Window sides of the stride-1 form. */
-#define PL_MAX_K 5
+/* The window side of the stride-1 form: 5x5 (25 masked loads a vector) measured slower than the
+ * channels-in-lanes ring there (576 channels on 7x7, one thread: 17 -> 23 us). */
+#define PL_MAX_K 3
 
 /* What the stores share: activation (clamp: none, relu, clip as a max and a min), bias and the
  * residual's planes. */
@@ -94,9 +95,9 @@ typedef struct pl_same {
 
 static int pl_same_of(const kann_dwconv2d_args *a, pl_same *s) {
     uint32_t k = a->k_h;
-    if (a->k_w != k || k % 2 == 0 || k > PL_MAX_K || a->stride_h != 1 || a->stride_w != 1 ||
-        a->dil_h != 1 || a->dil_w != 1 || a->pad_top != k / 2 || a->pad_left != k / 2 ||
-        a->h_out != a->h_in || a->w_out != a->w_in)
+    if (k != PL_MAX_K || a->k_w != k || a->stride_h != 1 || a->stride_w != 1 || a->dil_h != 1 ||
+        a->dil_w != 1 || a->pad_top != k / 2 || a->pad_left != k / 2 || a->h_out != a->h_in ||
+        a->w_out != a->w_in)
         return 0;
     size_t h = a->h_out, w = a->w_out, hw = h * w;
     if (hw == 0 || hw > 16 * PL_VECS) return 0;
@@ -176,14 +177,6 @@ PL_SAME_FN(5, 3)
 PL_SAME_FN(6, 3)
 PL_SAME_FN(7, 3)
 PL_SAME_FN(8, 3)
-PL_SAME_FN(1, 5)
-PL_SAME_FN(2, 5)
-PL_SAME_FN(3, 5)
-PL_SAME_FN(4, 5)
-PL_SAME_FN(5, 5)
-PL_SAME_FN(6, 5)
-PL_SAME_FN(7, 5)
-PL_SAME_FN(8, 5)
 #undef PL_SAME_FN
 
 typedef void (*pl_same_fn)(const pl_same *, const pl_out *, const float *, const float *,
@@ -192,11 +185,7 @@ typedef void (*pl_same_fn)(const pl_same *, const pl_out *, const float *, const
 static pl_same_fn pl_same_fn_of(size_t nv, uint32_t k) {
     static const pl_same_fn k3[PL_VECS] = {pl_same_1_3, pl_same_2_3, pl_same_3_3, pl_same_4_3,
                                            pl_same_5_3, pl_same_6_3, pl_same_7_3, pl_same_8_3};
-    static const pl_same_fn k5[PL_VECS] = {pl_same_1_5, pl_same_2_5, pl_same_3_5, pl_same_4_5,
-                                           pl_same_5_5, pl_same_6_5, pl_same_7_5, pl_same_8_5};
-    if (k == 3) return k3[nv - 1];
-    if (k == 5) return k5[nv - 1];
-    return NULL; /* k == 1: a per-channel scale, left to the other paths */
+    return k == PL_MAX_K ? k3[nv - 1] : NULL;
 }
 
 /* ---- stride 2, 3x3, two output rows a vector ---------------------------------------------- */

@@ -891,13 +891,13 @@ static void test_dwconv2d_model_shapes(void **state) {
         check_dwconv(&cases[i]);
 }
 
-/* AVX-512's path for small maps (whole planes in at most 8 vectors): 3x3 and 5x5 windows at
- * stride 1 whose output is as large as the input, on maps of 1 to 12 rows and columns (planes
- * of 1 to 128 outputs, one to eight vectors, rows narrower and wider than the window); 3x3 at
- * stride 2 with padding 0 to 2 on inputs whose output rows are 1 to 7 wide (two output rows a
- * vector), odd and even sizes; odd channel counts (pairs and a single one), two images; next to
- * them the shapes just outside (129 outputs, 8-wide rows at stride 2, padding other than
- * (k - 1) / 2). Tiles along rows leave the path. */
+/* AVX-512's path for small maps (whole planes in at most 8 vectors): 3x3 windows at stride 1
+ * whose output is as large as the input (5x5 beside them leave the path), on maps of 1 to 12 rows
+ * and columns (planes of 1 to 128 outputs, one to eight vectors, rows narrower and wider than
+ * the window); 3x3 at stride 2 with padding 0 to 2 on inputs whose output rows are 1 to 7 wide
+ * (two output rows a vector), odd and even sizes; odd channel counts (pairs and a single one),
+ * two images; next to them the shapes just outside (129 outputs, 8-wide rows at stride 2,
+ * padding other than 1). Tiles along rows leave the path. */
 static void test_dwconv2d_planes(void **state) {
     (void)state;
     rng_state = 107;
