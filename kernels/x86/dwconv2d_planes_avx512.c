@@ -27,8 +27,8 @@
 #include "simd_act.h"
 #include "row_pair_avx512.h"
 
-/* Output vectors of a plane at most (a 10x12 map). */
-#define PL_VECS 8
+/* Output vectors of a plane at most (an 8x8 map; 7x7 maps take 4). */
+#define PL_VECS 4
 /* The window side of the stride-1 form: 5x5 (25 masked loads a vector) measured slower than the
  * channels-in-lanes ring there (576 channels on 7x7, one thread: 17 -> 23 us). */
 #define PL_MAX_K 3
@@ -41,20 +41,29 @@ typedef struct pl_out {
     __m512 lo, hi;
 } pl_out;
 
+/* The store of an activation other than a clamp, out of line: vf_act's switch inlined into every
+ * unrolled store of every copy made the file take minutes to compile with the sanitizers. */
+static __attribute__((noinline)) void pl_store_act(const pl_out *o, __m512 v, __mmask16 keep,
+                                                   float *yc, const float *rc, size_t at) {
+    if (rc) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(keep, rc + at));
+    if (o->vec_act) v = vf_act(v, o->act, o->lo, o->hi);
+    _mm512_mask_storeu_ps(yc + at, keep, v);
+    if (!o->vec_act)
+        for (size_t j = 0; j < 16; j++)
+            if (keep >> j & 1) yc[at + j] = kann_act_apply(o->act, yc[at + j]);
+}
+
 /* v (output floats [at, at + 16) of channel plane yc, lanes keep) with bias, residual and
- * activation. CLAMP: the activation is a clamp (a constant per copy). */
+ * activation. CLAMP: the activation is a clamp (a constant per copy), applied in line. */
 static inline __attribute__((always_inline)) void pl_store(const pl_out *o, __m512 v,
                                                            __mmask16 keep, float *yc,
                                                            const float *rc, size_t at, int CLAMP) {
+    if (!CLAMP) {
+        pl_store_act(o, v, keep, yc, rc, at);
+        return;
+    }
     if (rc) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(keep, rc + at));
-    if (CLAMP)
-        v = _mm512_min_ps(o->hi, _mm512_max_ps(o->lo, v));
-    else if (o->vec_act)
-        v = vf_act(v, o->act, o->lo, o->hi);
-    _mm512_mask_storeu_ps(yc + at, keep, v);
-    if (!CLAMP && !o->vec_act)
-        for (size_t j = 0; j < 16; j++)
-            if (keep >> j & 1) yc[at + j] = kann_act_apply(o->act, yc[at + j]);
+    _mm512_mask_storeu_ps(yc + at, keep, _mm512_min_ps(o->hi, _mm512_max_ps(o->lo, v)));
 }
 
 /* The accumulators of channels c0 .. c0 + C - 1, NV vectors each, set to their biases. */
@@ -63,7 +72,7 @@ static inline __attribute__((always_inline)) void pl_init(__m512 acc[2][PL_VECS]
 #pragma GCC unroll 2
     for (int c = 0; c < C; c++) {
         __m512 b = _mm512_set1_ps(bias ? bias[c0 + c] : 0.0f);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
             acc[c][v] = b;
     }
@@ -78,7 +87,7 @@ pl_store_all(const pl_out *o, __m512 acc[2][PL_VECS], const __mmask16 *keep, flo
     for (int c = 0; c < C; c++) {
         float *yc = y + (c0 + c) * plane;
         const float *rc = res ? res + (c0 + c) * plane : NULL;
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
             pl_store(o, acc[c][v], keep[v], yc, rc, (size_t)v * step, CLAMP);
     }
@@ -133,14 +142,16 @@ pl_same_channels(const pl_same *s, const pl_out *o, const float *x, const float 
     pl_init(acc, bias, c0, C, NV);
     const size_t hw = s->hw;
     const float *xc0 = x + c0 * hw, *wc0 = w + c0 * (size_t)(K * K);
-#pragma GCC unroll 25
+/* not unrolled: as fast, and with the taps unrolled into every copy the file took minutes to
+ * compile under the sanitizers */
+#pragma GCC unroll 1
     for (int t = 0; t < K * K; t++) {
         const ptrdiff_t off = s->off[t];
 #pragma GCC unroll 2
         for (int c = 0; c < C; c++) {
             const float *xc = xc0 + c * hw + off;
             __m512 wt = _mm512_set1_ps(wc0[c * K * K + t]);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
             for (int v = 0; v < NV; v++)
                 acc[c][v] =
                     _mm512_fmadd_ps(wt, _mm512_maskz_loadu_ps(s->m[v][t], xc + 16 * v), acc[c][v]);
@@ -173,18 +184,13 @@ PL_SAME_FN(1, 3)
 PL_SAME_FN(2, 3)
 PL_SAME_FN(3, 3)
 PL_SAME_FN(4, 3)
-PL_SAME_FN(5, 3)
-PL_SAME_FN(6, 3)
-PL_SAME_FN(7, 3)
-PL_SAME_FN(8, 3)
 #undef PL_SAME_FN
 
 typedef void (*pl_same_fn)(const pl_same *, const pl_out *, const float *, const float *,
                            const float *, const float *, float *, size_t, size_t);
 
 static pl_same_fn pl_same_fn_of(size_t nv, uint32_t k) {
-    static const pl_same_fn k3[PL_VECS] = {pl_same_1_3, pl_same_2_3, pl_same_3_3, pl_same_4_3,
-                                           pl_same_5_3, pl_same_6_3, pl_same_7_3, pl_same_8_3};
+    static const pl_same_fn k3[PL_VECS] = {pl_same_1_3, pl_same_2_3, pl_same_3_3, pl_same_4_3};
     return k == PL_MAX_K ? k3[nv - 1] : NULL;
 }
 
@@ -254,7 +260,7 @@ pl_s2_channels(const pl_s2 *s, const pl_out *o, const float *x, const float *w, 
             const float *wc = w + (c0 + c) * 9 + kh * 3;
             __m512 w0 = _mm512_set1_ps(wc[0]), w1 = _mm512_set1_ps(wc[1]),
                    w2 = _mm512_set1_ps(wc[2]);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
             for (int v = 0; v < NV; v++) {
                 __m512 r0 = _mm512_maskz_loadu_ps(s->row_m[v][kh][0], xc + s->row_at[v][kh][0]);
                 __m512 r1 = _mm512_maskz_loadu_ps(s->row_m[v][kh][1], xc + s->row_at[v][kh][1]);
@@ -292,18 +298,13 @@ PL_S2_FN(1)
 PL_S2_FN(2)
 PL_S2_FN(3)
 PL_S2_FN(4)
-PL_S2_FN(5)
-PL_S2_FN(6)
-PL_S2_FN(7)
-PL_S2_FN(8)
 #undef PL_S2_FN
 
 typedef void (*pl_s2_fn)(const pl_s2 *, const pl_out *, const float *, const float *, const float *,
                          const float *, float *, size_t, size_t);
 
 static pl_s2_fn pl_s2_fn_of(size_t nv) {
-    static const pl_s2_fn fns[PL_S2_VECS] = {pl_s2_1, pl_s2_2, pl_s2_3, pl_s2_4,
-                                             pl_s2_5, pl_s2_6, pl_s2_7, pl_s2_8};
+    static const pl_s2_fn fns[PL_S2_VECS] = {pl_s2_1, pl_s2_2, pl_s2_3, pl_s2_4};
     return fns[nv - 1];
 }
 

@@ -895,13 +895,14 @@ static void test_dwconv2d_model_shapes(void **state) {
         check_dwconv(&cases[i]);
 }
 
-/* AVX-512's path for small maps (whole planes in at most 8 vectors): 3x3 windows at stride 1
+/* AVX-512's path for small maps (whole planes in at most 4 vectors): 3x3 windows at stride 1
  * whose output is as large as the input (5x5 beside them leave the path), on maps of 1 to 12 rows
- * and columns (planes of 1 to 128 outputs, one to eight vectors, rows narrower and wider than
- * the window); 3x3 at stride 2 with padding 0 to 2 on inputs whose output rows are 1 to 7 wide
- * (two output rows a vector), odd and even sizes; odd channel counts (pairs and a single one),
- * two images; next to them the shapes just outside (129 outputs, 8-wide rows at stride 2,
- * padding other than 1). Tiles along rows leave the path. */
+ * and columns (planes of 1 to 64 outputs in one to four vectors, larger ones outside it, rows
+ * narrower and wider than the window); 3x3 at stride 2 with padding 0 to 2 on inputs whose
+ * output rows are 1 to 7 wide (two output rows a vector, up to 8 rows), odd and even sizes; odd
+ * channel counts (pairs and a single one), two images; next to them the shapes just outside
+ * (129 outputs, 8-wide rows at stride 2, padding other than 1). Tiles along rows leave the
+ * path. */
 static void test_dwconv2d_planes(void **state) {
     (void)state;
     rng_state = 107;
@@ -916,7 +917,7 @@ static void test_dwconv2d_planes(void **state) {
             k.p_top = k.p_left = k.k_h / 2;
             k.h_in = rng_range(1, 12);
             k.w_in = rng_range(1, 12);
-            if (i % 16 == 2) { /* just past 8 vectors */
+            if (i % 16 == 2) { /* 129 outputs: past the path */
                 k.h_in = 43;
                 k.w_in = 3;
             }
