@@ -29,9 +29,10 @@
 
 /* Output vectors of a plane at most (an 8x8 map; 7x7 maps take 4). */
 #define PL_VECS 4
-/* The window side of the stride-1 form: 5x5 (25 masked loads a vector) measured slower than the
- * channels-in-lanes ring there (576 channels on 7x7, one thread: 17 -> 23 us). */
-#define PL_MAX_K 3
+/* The window side (3x3 only: 5x5, 25 masked loads a vector at stride 1, measured slower than the
+ * channels-in-lanes ring there, 576 channels on 7x7, one thread: 17 -> 23 us). */
+#define PL_K 3
+#define PL_TAPS (PL_K * PL_K)
 
 /* What the stores share: activation (clamp: none, relu, clip as a max and a min), bias and the
  * residual's planes. */
@@ -41,8 +42,8 @@ typedef struct pl_out {
     __m512 lo, hi;
 } pl_out;
 
-/* The store of an activation other than a clamp, out of line: vf_act's switch inlined into every
- * unrolled store of every copy made the file take minutes to compile with the sanitizers. */
+/* The store of an activation other than a clamp, out of line: one copy of vf_act's switch rather
+ * than one per unrolled store. */
 static __attribute__((noinline)) void pl_store_act(const pl_out *o, __m512 v, __mmask16 keep,
                                                    float *yc, const float *rc, size_t at) {
     if (rc) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(keep, rc + at));
@@ -96,15 +97,15 @@ pl_store_all(const pl_out *o, __m512 acc[2][PL_VECS], const __mmask16 *keep, flo
 /* ---- stride 1, output as large as the input ---------------------------------------------- */
 
 typedef struct pl_same {
-    size_t hw, nv, taps;
-    ptrdiff_t off[PL_MAX_K * PL_MAX_K];        /* tap t: floats from the output pixel */
-    __mmask16 m[PL_VECS][PL_MAX_K * PL_MAX_K]; /* lanes of vector v whose tap t lies inside */
-    __mmask16 keep[PL_VECS];                   /* lanes of vector v inside the plane */
+    size_t hw, nv;
+    ptrdiff_t off[PL_TAPS];        /* tap t: floats from the output pixel */
+    __mmask16 m[PL_VECS][PL_TAPS]; /* lanes of vector v whose tap t lies inside */
+    __mmask16 keep[PL_VECS];       /* lanes of vector v inside the plane */
 } pl_same;
 
 static int pl_same_of(const kann_dwconv2d_args *a, pl_same *s) {
-    uint32_t k = a->k_h;
-    if (k != PL_MAX_K || a->k_w != k || a->stride_h != 1 || a->stride_w != 1 || a->dil_h != 1 ||
+    uint32_t k = PL_K;
+    if (a->k_h != k || a->k_w != k || a->stride_h != 1 || a->stride_w != 1 || a->dil_h != 1 ||
         a->dil_w != 1 || a->pad_top != k / 2 || a->pad_left != k / 2 || a->h_out != a->h_in ||
         a->w_out != a->w_in)
         return 0;
@@ -112,9 +113,8 @@ static int pl_same_of(const kann_dwconv2d_args *a, pl_same *s) {
     if (hw == 0 || hw > 16 * PL_VECS) return 0;
     s->hw = hw;
     s->nv = (hw + 15) / 16;
-    s->taps = (size_t)k * k;
     int64_t pad = k / 2;
-    for (size_t t = 0; t < s->taps; t++) {
+    for (size_t t = 0; t < PL_TAPS; t++) {
         int64_t dh = (int64_t)(t / k) - pad, dw = (int64_t)(t % k) - pad;
         s->off[t] = (ptrdiff_t)(dh * (int64_t)w + dw);
         for (size_t v = 0; v < s->nv; v++) {
@@ -133,24 +133,24 @@ static int pl_same_of(const kann_dwconv2d_args *a, pl_same *s) {
     return 1;
 }
 
-/* Channels c0 .. c0 + C - 1 (C = 1 or 2) of one image, NV vectors each, window side K. */
+/* Channels c0 .. c0 + C - 1 (C = 1 or 2) of one image, NV vectors each. */
 static inline __attribute__((always_inline)) void
 pl_same_channels(const pl_same *s, const pl_out *o, const float *x, const float *w,
                  const float *bias, const float *res, float *y, size_t c0, const int C,
-                 const int NV, const int K, int CLAMP) {
+                 const int NV, int CLAMP) {
     __m512 acc[2][PL_VECS];
     pl_init(acc, bias, c0, C, NV);
     const size_t hw = s->hw;
-    const float *xc0 = x + c0 * hw, *wc0 = w + c0 * (size_t)(K * K);
+    const float *xc0 = x + c0 * hw, *wc0 = w + c0 * PL_TAPS;
 /* not unrolled: as fast, and with the taps unrolled into every copy the file took minutes to
  * compile under the sanitizers */
 #pragma GCC unroll 1
-    for (int t = 0; t < K * K; t++) {
+    for (int t = 0; t < PL_TAPS; t++) {
         const ptrdiff_t off = s->off[t];
 #pragma GCC unroll 2
         for (int c = 0; c < C; c++) {
             const float *xc = xc0 + c * hw + off;
-            __m512 wt = _mm512_set1_ps(wc0[c * K * K + t]);
+            __m512 wt = _mm512_set1_ps(wc0[c * PL_TAPS + t]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++)
                 acc[c][v] =
@@ -163,51 +163,48 @@ pl_same_channels(const pl_same *s, const pl_out *o, const float *x, const float 
 /* Channels [c_begin, c_end) of one image, two at a time. */
 static inline __attribute__((always_inline)) void
 pl_same_run(const pl_same *s, const pl_out *o, const float *x, const float *w, const float *bias,
-            const float *res, float *y, size_t c_begin, size_t c_end, const int NV, const int K,
-            int CLAMP) {
+            const float *res, float *y, size_t c_begin, size_t c_end, const int NV, int CLAMP) {
     size_t c = c_begin;
     for (; c + 2 <= c_end; c += 2)
-        pl_same_channels(s, o, x, w, bias, res, y, c, 2, NV, K, CLAMP);
-    if (c < c_end) pl_same_channels(s, o, x, w, bias, res, y, c, 1, NV, K, CLAMP);
+        pl_same_channels(s, o, x, w, bias, res, y, c, 2, NV, CLAMP);
+    if (c < c_end) pl_same_channels(s, o, x, w, bias, res, y, c, 1, NV, CLAMP);
 }
 
-#define PL_SAME_FN(NV, K)                                                                          \
-    static __attribute__((noinline)) void pl_same_##NV##_##K(                                      \
+#define PL_SAME_FN(NV)                                                                             \
+    static __attribute__((noinline)) void pl_same_##NV(                                            \
         const pl_same *s, const pl_out *o, const float *x, const float *w, const float *bias,      \
         const float *res, float *y, size_t c_begin, size_t c_end) {                                \
         if (o->clamp)                                                                              \
-            pl_same_run(s, o, x, w, bias, res, y, c_begin, c_end, NV, K, 1);                       \
+            pl_same_run(s, o, x, w, bias, res, y, c_begin, c_end, NV, 1);                          \
         else                                                                                       \
-            pl_same_run(s, o, x, w, bias, res, y, c_begin, c_end, NV, K, 0);                       \
+            pl_same_run(s, o, x, w, bias, res, y, c_begin, c_end, NV, 0);                          \
     }
-PL_SAME_FN(1, 3)
-PL_SAME_FN(2, 3)
-PL_SAME_FN(3, 3)
-PL_SAME_FN(4, 3)
+PL_SAME_FN(1)
+PL_SAME_FN(2)
+PL_SAME_FN(3)
+PL_SAME_FN(4)
 #undef PL_SAME_FN
 
 typedef void (*pl_same_fn)(const pl_same *, const pl_out *, const float *, const float *,
                            const float *, const float *, float *, size_t, size_t);
 
-static pl_same_fn pl_same_fn_of(size_t nv, uint32_t k) {
-    static const pl_same_fn k3[PL_VECS] = {pl_same_1_3, pl_same_2_3, pl_same_3_3, pl_same_4_3};
-    return k == PL_MAX_K ? k3[nv - 1] : NULL;
+static pl_same_fn pl_same_fn_of(size_t nv) {
+    static const pl_same_fn fns[PL_VECS] = {pl_same_1, pl_same_2, pl_same_3, pl_same_4};
+    return fns[nv - 1];
 }
 
 /* ---- stride 2, 3x3, two output rows a vector ---------------------------------------------- */
 
 /* Output rows per vector (the two sources of a permute). */
 #define PL_S2_ROWS 2
-/* Vectors of a plane at most: output rows / 2. */
-#define PL_S2_VECS PL_VECS
 
 typedef struct pl_s2 {
     size_t x_plane, y_plane, w_out, nv;
-    ptrdiff_t row_at[PL_S2_VECS][3]
-                    [2]; /* input row 2i + kh - pad_top of each row, at its col -pad_left */
-    __mmask16 row_m[PL_S2_VECS][3][2]; /* its lanes inside x (none for a row outside) */
-    __m512i pick[3];                   /* tap kw: column 2j + kw of each row's load */
-    __mmask16 keep[PL_S2_VECS];        /* lanes of vector v holding outputs */
+    /* input row 2i + kh - pad_top of output row i, at its column -pad_left */
+    ptrdiff_t row_at[PL_VECS][3][PL_S2_ROWS];
+    __mmask16 row_m[PL_VECS][3][PL_S2_ROWS]; /* its lanes inside x (none for a row outside) */
+    __m512i pick[3];                         /* tap kw: column 2j + kw of each row's load */
+    __mmask16 keep[PL_VECS];                 /* lanes of vector v holding outputs */
 } pl_s2;
 
 static int pl_s2_of(const kann_dwconv2d_args *a, pl_s2 *s) {
@@ -217,7 +214,7 @@ static int pl_s2_of(const kann_dwconv2d_args *a, pl_s2 *s) {
     size_t w_out = a->w_out, h_out = a->h_out;
     /* a row's load covers columns -pad_left .. 15 - pad_left: the last window's reach */
     if (w_out == 0 || h_out == 0 || 2 * w_out > 16 || 2 * (w_out - 1) + 3 > 16) return 0;
-    if ((h_out + 1) / 2 > PL_S2_VECS) return 0;
+    if ((h_out + 1) / 2 > PL_VECS) return 0;
     s->x_plane = (size_t)a->h_in * a->w_in;
     s->y_plane = h_out * w_out;
     s->w_out = w_out;
@@ -304,7 +301,7 @@ typedef void (*pl_s2_fn)(const pl_s2 *, const pl_out *, const float *, const flo
                          const float *, float *, size_t, size_t);
 
 static pl_s2_fn pl_s2_fn_of(size_t nv) {
-    static const pl_s2_fn fns[PL_S2_VECS] = {pl_s2_1, pl_s2_2, pl_s2_3, pl_s2_4};
+    static const pl_s2_fn fns[PL_VECS] = {pl_s2_1, pl_s2_2, pl_s2_3, pl_s2_4};
     return fns[nv - 1];
 }
 
@@ -320,7 +317,7 @@ int kann_dwconv2d_planes_avx512(const kann_dwconv2d_args *a, const kann_exec *ex
     pl_same_fn f_same = NULL;
     pl_s2_fn f_s2 = NULL;
     if (pl_same_of(a, &same))
-        f_same = pl_same_fn_of(same.nv, a->k_h);
+        f_same = pl_same_fn_of(same.nv);
     else if (pl_s2_of(a, &s2))
         f_s2 = pl_s2_fn_of(s2.nv);
     if (!f_same && !f_s2) return 0;
