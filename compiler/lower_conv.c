@@ -178,9 +178,9 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
         a->w_in = c2->w_out + 2;
         x = pad_input(g, p, id, x, c2, a->h_in, a->w_in);
     }
-    int64_t gran = KANN_CONV_PIXEL_GRANULE, e = t == KANN_WINO_F4X4 ? 4 : 2;
+    int64_t e = t == KANN_WINO_F4X4 ? 4 : 2;
     int64_t tiles = (int64_t)(a->h_out + e - 1) / e * ((a->w_out + e - 1) / e);
-    int64_t transformed = (e + 2) * (e + 2) * (int64_t)a->c_in;
+    int64_t positions = (e + 2) * (e + 2);
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_WINOGRAD, id);
     *(kann_conv2d_winograd_args *)c->args = args;
     kc_bind(c, offsetof(kann_conv2d_winograd_args, x), x, 0, 0);
@@ -190,10 +190,11 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
     kc_bind(c, offsetof(kann_conv2d_winograd_args, y), y, 0, 1);
     /* the transformed tiles: a tile along output channels transforms them all */
     kc_bind_scratch(g, p, c, offsetof(kann_conv2d_winograd_args, scratch), "winograd_tiles",
-                    transformed * ((tiles + gran - 1) / gran * gran));
+                    (int64_t)kann_wino_scratch_floats((uint64_t)positions, a->c_in,
+                                                      (uint64_t)tiles));
     kc_set_tile(c, a->c_out, KANN_CONV_PANEL, (uint32_t)tiles, KANN_CONV_PIXEL_GRANULE);
     c->macs = (double)a->c_out * a->h_out * a->w_out * a->c_in * 9;
-    c->axis0_whole = (double)transformed * (double)tiles;
+    c->axis0_whole = (double)positions * a->c_in * (double)tiles;
     /* a block's transforms take 16 tiles a vector: a part of a block costs about a whole one
      * (one thread: 17 tiles of a 7x7 grid took as long as the other 32) */
     c->whole_granules = 2;

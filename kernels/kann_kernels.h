@@ -323,12 +323,23 @@ typedef struct kann_dwblock_args {
  * Output tiles: t = th * tiles_w + tw, tiles_w = ceil(w_out / e), T = ceil(h_out / e) * tiles_w.
  * u holds the transformed weights U = G g G^T, P positions (row-major) of panels of
  * KANN_CONV_PANEL output channels: u[((pos * panels + m / 12) * c_in + c) * 12 + m % 12],
- * channels past c_out zero. scratch holds the transformed input tiles: P * c_in floats per
- * tile, T rounded up to KANN_CONV_PIXEL_GRANULE tiles, of which a tile writes only the part
- * of its own tiles (axis 1) or, along axis 0, all of it: the compiler gives each stream a
- * scratch of its own (the layout inside is private to the variant).
+ * channels past c_out zero. scratch holds the transformed input tiles: per block of
+ * KANN_CONV_PIXEL_GRANULE tiles P * (KANN_CONV_PIXEL_GRANULE * c_in + KANN_WINO_POS_PAD)
+ * floats (each position's rows followed by a cache line, so that the rows of the P positions
+ * do not all fall in one cache set), T rounded up to whole blocks, of which a tile writes only
+ * the part of its own tiles (axis 1) or, along axis 0, all of it: the compiler gives each
+ * stream a scratch of its own (the layout inside is private to the variant).
  * Tile axes: 0 = output channels (begin a multiple of KANN_CONV_PANEL), 1 = output tiles t
  * (begin a multiple of KANN_CONV_PIXEL_GRANULE). */
+#define KANN_WINO_POS_PAD 16
+
+/* Floats of a conv2d_winograd scratch: `positions` (16 or 36) over `tiles` output tiles. */
+static inline uint64_t kann_wino_scratch_floats(uint64_t positions, uint64_t c_in,
+                                                uint64_t tiles) {
+    uint64_t g = KANN_CONV_PIXEL_GRANULE;
+    return (tiles + g - 1) / g * positions * (g * c_in + KANN_WINO_POS_PAD);
+}
+
 typedef enum kann_wino_transform {
     KANN_WINO_F2X2 = 0, /* F(2x2, 3x3) */
     KANN_WINO_F4X4 = 1, /* F(4x4, 3x3) */

@@ -8,7 +8,8 @@
  *   f32_wino_input  one work-item per block of WINO_BLOCK output tiles and WINO_CG input
  *                   channels: V = B^T d B of its tiles (16 tiles of a tile row at a time, in
  *                   vectors) into the record's scratch, in the reference layout
- *                   [T / WINO_BLOCK][P][c_in][WINO_BLOCK] (columns past the tile zero);
+ *                   [T / WINO_BLOCK][P][c_in * WINO_BLOCK + WINO_POS_PAD] (columns past the
+ *                   tiles zero, each position's rows padded by a cache line);
  *   f32_wino_gemm   one work-item per panel of WB output channels and block: for each of the
  *                   P positions, a WB x WINO_BLOCK GEMM over c_in in vector accumulators (a
  *                   broadcast weight times 16 tiles per FMA). F(2x2) folds each position at once
@@ -28,6 +29,7 @@
 #define WB 12         /* output channels per work-item: one weight panel */
 #define WINO_BLOCK 32 /* output tiles per block: KANN_CONV_PIXEL_GRANULE */
 #define WINO_CG 32    /* input channels per work-item of the input transform */
+#define WINO_POS_PAD 16 /* floats past each position's rows: KANN_WINO_POS_PAD */
 #define WINO_F4X4 1   /* transform: KANN_WINO_F4X4 (else KANN_WINO_F2X2) */
 
 /* A record's shape, output tile edge e (2 or 4) and ranges of output channels [m_begin, m_end)
@@ -257,14 +259,15 @@ __attribute__((always_inline)) inline void wino4_input_run(global const float *x
 inline void wino4_input_block(global const uint *args, uint at, global float *arena,
                               global const float *consts, const wino_shape *s, size_t q0, uint n,
                               uint c0, uint c_end) {
-    const size_t pos = (size_t)s->c_in * WINO_BLOCK; /* between positions */
+    const size_t pos = (size_t)s->c_in * WINO_BLOCK + WINO_POS_PAD; /* between positions */
     global const float *x = IN_REF(A_conv2d_winograd_x);
     global const float *x_end = x + (size_t)s->c_in * s->h_in * s->w_in;
     float vb[36][WINO_BLOCK + 16];
     for (int p = 0; p < 36; p++)
         for (int j = 0; j < WINO_BLOCK + 16; j++)
             vb[p][j] = 0.0f;
-    global float *v = OUT_REF(A_conv2d_winograd_scratch) + q0 * 36 * s->c_in + c0 * WINO_BLOCK;
+    global float *v =
+        OUT_REF(A_conv2d_winograd_scratch) + q0 / WINO_BLOCK * 36 * pos + c0 * WINO_BLOCK;
     for (uint c = c0; c < c_end; c++, v += WINO_BLOCK) {
         global const float *xc = x + c * s->h_in * s->w_in;
         size_t th = q0 / s->tiles_w, tw = q0 - th * s->tiles_w;
@@ -296,14 +299,15 @@ kernel void f32_wino_input(KANN_KERNEL_ARGS) {
         wino4_input_block(args, at, arena, consts, &s, q0, n, c0, c_end);
         return;
     }
-    const size_t pos = (size_t)s.c_in * WINO_BLOCK; /* between positions */
+    const size_t pos = (size_t)s.c_in * WINO_BLOCK + WINO_POS_PAD; /* between positions */
     /* the columns past the last run stay zero for every channel; a run's vector store may
      * reach 15 columns past the block */
     float vb[16][WINO_BLOCK + 16];
     for (int p = 0; p < 16; p++)
         for (int j = 0; j < WINO_BLOCK + 16; j++)
             vb[p][j] = 0.0f;
-    global float *v = OUT_REF(A_conv2d_winograd_scratch) + q0 * 16 * s.c_in + c0 * WINO_BLOCK;
+    global float *v =
+        OUT_REF(A_conv2d_winograd_scratch) + q0 / WINO_BLOCK * 16 * pos + c0 * WINO_BLOCK;
     for (uint c = c0; c < c_end; c++, v += WINO_BLOCK) {
         global const float *xc = IN_REF(A_conv2d_winograd_x) + c * s.h_in * s.w_in;
         size_t th = q0 / s.tiles_w, tw = q0 - th * s.tiles_w;
@@ -449,8 +453,9 @@ wino_gemm_block(global const uint *args, uint at, global float *arena, global co
                 const wino_shape *s, size_t q0, uint n, size_t m0, uint nb, const int wide) {
     const size_t panels = (s->c_out + WB - 1) / WB;
     global const float *u = IN_REF(A_conv2d_winograd_u) + m0 / WB * s->c_in * WB;
+    const size_t pos = (size_t)s->c_in * WINO_BLOCK + WINO_POS_PAD; /* between positions */
     global const float *v =
-        (global const float *)OUT_REF(A_conv2d_winograd_scratch) + q0 * 16 * s->c_in;
+        (global const float *)OUT_REF(A_conv2d_winograd_scratch) + q0 / WINO_BLOCK * 16 * pos;
     float16 y[2][2][WB][2];
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++)
@@ -459,7 +464,7 @@ wino_gemm_block(global const uint *args, uint at, global float *arena, global co
     for (int p = 0; p < 16; p++) {
         WINO_ROWS(WINO_ZERO)
         global const float *up = u + p * panels * s->c_in * WB;
-        global const float *vp = v + p * s->c_in * WINO_BLOCK;
+        global const float *vp = v + p * pos;
         for (uint c = 0; c < s->c_in; c++, up += WB, vp += WINO_BLOCK) {
             const float16 b0 = vload16(0, vp), b1 = wide ? vload16(1, vp) : (float16)(0.0f);
             WINO_ROWS(WINO_FMA)
@@ -517,13 +522,14 @@ wino4_gemm_block(global const uint *args, uint at, global float *arena, global c
                  const wino_shape *s, size_t q0, uint n, size_t m0, uint nb, const int wide) {
     const size_t panels = (s->c_out + WB - 1) / WB;
     global const float *u = IN_REF(A_conv2d_winograd_u) + m0 / WB * s->c_in * WB;
+    const size_t pos = (size_t)s->c_in * WINO_BLOCK + WINO_POS_PAD; /* between positions */
     global const float *v =
-        (global const float *)OUT_REF(A_conv2d_winograd_scratch) + q0 * 36 * s->c_in;
+        (global const float *)OUT_REF(A_conv2d_winograd_scratch) + q0 / WINO_BLOCK * 36 * pos;
     float16 mb[36][WB][2];
     for (int p = 0; p < 36; p++) {
         WINO_ROWS(WINO_ZERO)
         global const float *up = u + p * panels * s->c_in * WB;
-        global const float *vp = v + p * s->c_in * WINO_BLOCK;
+        global const float *vp = v + p * pos;
         for (uint c = 0; c < s->c_in; c++, up += WB, vp += WINO_BLOCK) {
             const float16 b0 = vload16(0, vp), b1 = wide ? vload16(1, vp) : (float16)(0.0f);
             WINO_ROWS(WINO_FMA)

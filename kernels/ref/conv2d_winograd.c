@@ -6,16 +6,16 @@
 #include "ref/checked.h"
 
 static void gemm_ref(const float *u, const float *u_next, const float *v, size_t c_in, size_t n,
-                     float *m) {
+                     size_t mr, float *m) {
     (void)u_next;
     float acc[KANN_CONV_PANEL][KANN_WINO_BLOCK] = {{0}};
     for (size_t c = 0; c < c_in; c++) {
         const float *uc = u + c * KANN_CONV_PANEL, *vc = v + c * KANN_WINO_BLOCK;
-        for (size_t r = 0; r < KANN_CONV_PANEL; r++)
+        for (size_t r = 0; r < mr; r++)
             for (size_t j = 0; j < n; j++)
                 acc[r][j] += uc[r] * vc[j];
     }
-    for (size_t r = 0; r < KANN_CONV_PANEL; r++)
+    for (size_t r = 0; r < mr; r++)
         for (size_t j = 0; j < n; j++)
             m[r * KANN_WINO_BLOCK + j] = acc[r][j];
 }
@@ -58,7 +58,7 @@ kann_status kann_conv2d_winograd_validate(const void *args, const kann_bounds *b
     uint32_t x_dims[3] = {a->c_in, a->h_in, a->w_in};
     uint32_t y_dims[2] = {a->c_out, hw};
     uint32_t g = KANN_CONV_PIXEL_GRANULE;
-    uint32_t s_dims[4] = {T / g + (T % g != 0), positions, a->c_in, g};
+    uint32_t s_dims[3] = {T / g + (T % g != 0), positions, a->c_in * g + KANN_WINO_POS_PAD};
     if ((s = kann_check_dense(b, a->x, x_dims, 3, 0, 0, "conv2d_winograd x", err)) != KANN_OK ||
         (s = kann_check_dense(b, a->u, u_dims, 4, 0, 0, "conv2d_winograd u", err)) != KANN_OK ||
         (s = kann_check_dense(b, a->bias, &a->c_out, 1, 0, 1, "conv2d_winograd bias", err)) !=
@@ -67,5 +67,5 @@ kann_status kann_conv2d_winograd_validate(const void *args, const kann_bounds *b
             KANN_OK ||
         (s = kann_check_dense(b, a->y, y_dims, 2, 1, 0, "conv2d_winograd y", err)) != KANN_OK)
         return s;
-    return kann_check_dense(b, a->scratch, s_dims, 4, 1, 0, "conv2d_winograd scratch", err);
+    return kann_check_dense(b, a->scratch, s_dims, 3, 1, 0, "conv2d_winograd scratch", err);
 }

@@ -73,7 +73,7 @@ static void input_block(const kann_conv2d_winograd_args *a, const float *x, size
         kann_wino_input_block(a, x, q0, n, v);
         return;
     }
-    size_t plane = (size_t)a->h_in * a->w_in, ps = (size_t)a->c_in * KANN_WINO_BLOCK;
+    size_t plane = (size_t)a->h_in * a->w_in, ps = kann_wino_pos_stride(a->c_in);
     size_t positions = kann_wino_positions(a), n_groups = (n + 7) / 8;
     tile_lanes lanes[KANN_WINO_BLOCK / 8];
     for (size_t g = 0; g < n_groups; g++)
@@ -157,7 +157,8 @@ static inline __attribute__((always_inline)) void gemm_12x8(const float *u, cons
 }
 
 static void gemm_12x8x4(const float *u, const float *u_next, const float *v, size_t c_in, size_t n,
-                        float *m) {
+                        size_t mr, float *m) {
+    (void)mr;
     gemm_12x8(u, u_next, v, c_in, m, 0, 1);
     for (size_t j0 = 8; j0 < n; j0 += 8)
         gemm_12x8(u, u_next, v, c_in, m, j0, 0);

@@ -22,12 +22,14 @@
  * into the panel of the next GEMM (u_next). */
 #define WINO_U_PREFETCH 64
 
-/* The 12 x 32 (w == 2) or 12 x 16 (w == 1) register tile over a block's first 16 w columns;
- * w is a constant in each inlined copy, so the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void
-gemm_12xw(const float *u, const float *u_next, const float *v, size_t c_in, float *m, int w) {
+/* The rows x 32 (w == 2) or rows x 16 (w == 1) register tile over a block's first 16 w
+ * columns, rows 4, 8 or 12 of the panel; w and rows are constants in each inlined copy, so the
+ * accumulators stay in registers. */
+static inline __attribute__((always_inline)) void gemm_rxw(const float *u, const float *u_next,
+                                                           const float *v, size_t c_in, float *m,
+                                                           int rows, int w) {
     __m512 c[KANN_CONV_PANEL][2];
-    for (int r = 0; r < KANN_CONV_PANEL; r++)
+    for (int r = 0; r < rows; r++)
         for (int h = 0; h < w; h++)
             c[r][h] = _mm512_setzero_ps();
     size_t ahead = c_in < WINO_U_PREFETCH ? c_in : WINO_U_PREFETCH;
@@ -41,13 +43,13 @@ gemm_12xw(const float *u, const float *u_next, const float *v, size_t c_in, floa
         __m512 b[2];
         for (int h = 0; h < w; h++)
             b[h] = _mm512_loadu_ps(v + 16 * h);
-        for (int r = 0; r < KANN_CONV_PANEL; r++) {
+        for (int r = 0; r < rows; r++) {
             __m512 wr = _mm512_set1_ps(u[r]);
             for (int h = 0; h < w; h++)
                 c[r][h] = _mm512_fmadd_ps(wr, b[h], c[r][h]);
         }
     }
-    for (int r = 0; r < KANN_CONV_PANEL; r++)
+    for (int r = 0; r < rows; r++)
         for (int h = 0; h < w; h++)
             _mm512_storeu_ps(m + r * KANN_WINO_BLOCK + 16 * h, c[r][h]);
 }
@@ -57,7 +59,7 @@ gemm_12xw(const float *u, const float *u_next, const float *v, size_t c_in, floa
  * with the panel's rows in the lanes (its column tail), storing the sums without an epilogue:
  * cheaper than a second vector of mostly zero columns. */
 
-static void gemm_tail(const float *u, const float *v, size_t c_in, size_t n, float *m) {
+static void gemm_tail(const float *u, const float *v, size_t c_in, size_t n, size_t mr, float *m) {
     static const ptrdiff_t tap0[1] = {0};
     kann_conv_tile t = {0};
     t.w = u;
@@ -67,7 +69,7 @@ static void gemm_tail(const float *u, const float *v, size_t c_in, size_t n, flo
     t.n_taps = 1;
     t.taps = tap0;
     t.n = n - 16;
-    t.mr = KANN_CONV_PANEL;
+    t.mr = mr;
     t.y = m + 16;
     t.ldy = KANN_WINO_BLOCK;
     t.first = 1;
@@ -75,16 +77,31 @@ static void gemm_tail(const float *u, const float *v, size_t c_in, size_t n, flo
     kann_conv_microkernel_12x32_avx512(&t);
 }
 
-/* The GEMMs and both transforms are calls of their own (noinline), so that a profile tells
- * their shares apart. */
-static __attribute__((noinline)) void gemm_12x32(const float *u, const float *u_next,
-                                                 const float *v, size_t c_in, size_t n, float *m) {
+/* The GEMM of a block with `rows` of the panel's rows (a constant per copy). */
+static inline __attribute__((always_inline)) void gemm_rows(const float *u, const float *u_next,
+                                                            const float *v, size_t c_in, size_t n,
+                                                            size_t mr, float *m, int rows) {
     if (n > 16 + KANN_CONV_TAIL_COLS) {
-        gemm_12xw(u, u_next, v, c_in, m, 2);
+        gemm_rxw(u, u_next, v, c_in, m, rows, 2);
         return;
     }
-    gemm_12xw(u, u_next, v, c_in, m, 1);
-    if (n > 16) gemm_tail(u, v, c_in, n, m);
+    gemm_rxw(u, u_next, v, c_in, m, rows, 1);
+    if (n > 16) gemm_tail(u, v, c_in, n, mr, m);
+}
+
+/* The GEMMs and both transforms are calls of their own (noinline), so that a profile tells
+ * their shares apart. A panel's last rows past c_out are not computed: 64 channels are five
+ * panels of 12 and one of 4, whose 8 zero rows took a ninth of the GEMMs (resnet18's and
+ * squeezenet1_1's 64-channel layers). */
+static __attribute__((noinline)) void gemm_panel(const float *u, const float *u_next,
+                                                 const float *v, size_t c_in, size_t n, size_t mr,
+                                                 float *m) {
+    if (mr > 8)
+        gemm_rows(u, u_next, v, c_in, n, mr, m, 12);
+    else if (mr > 4)
+        gemm_rows(u, u_next, v, c_in, n, mr, m, 8);
+    else
+        gemm_rows(u, u_next, v, c_in, n, mr, m, 4);
 }
 
 /* The first k lanes, k clamped to [0, 16]. */
@@ -283,7 +300,7 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
     tile_run runs[KANN_WINO_BLOCK];
     lane_group groups[KANN_WINO_BLOCK];
     size_t n_groups = input_groups(a, q0, n, runs, groups);
-    size_t ps = (size_t)a->c_in * KANN_WINO_BLOCK, plane = (size_t)a->h_in * a->w_in;
+    size_t ps = kann_wino_pos_stride(a->c_in), plane = (size_t)a->h_in * a->w_in;
     _Alignas(64) float stage[36][KANN_WINO_BLOCK];
     zero_stage_tail(stage, 36, n);
     for (size_t c = 0; c < a->c_in; c++) {
@@ -318,7 +335,7 @@ static void input_block2(const kann_conv2d_winograd_args *a, const float *x, siz
     tile_run runs[KANN_WINO_BLOCK];
     lane_group groups[KANN_WINO_BLOCK];
     size_t n_groups = input_groups(a, q0, n, runs, groups);
-    size_t ps = (size_t)a->c_in * KANN_WINO_BLOCK, plane = (size_t)a->h_in * a->w_in;
+    size_t ps = kann_wino_pos_stride(a->c_in), plane = (size_t)a->h_in * a->w_in;
     _Alignas(64) float stage[16][KANN_WINO_BLOCK];
     zero_stage_tail(stage, 16, n);
     for (size_t c = 0; c < a->c_in; c++) {
@@ -561,5 +578,5 @@ static void output_block(const kann_conv2d_winograd_args *a, const float *mb, si
 }
 
 void kann_f32_conv2d_winograd_avx512(const void *args, const kann_exec *ex) {
-    kann_conv2d_winograd_drive(args, ex, input_block, gemm_12x32, output_block, 1);
+    kann_conv2d_winograd_drive(args, ex, input_block, gemm_panel, output_block, 1);
 }

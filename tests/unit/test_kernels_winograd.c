@@ -124,11 +124,9 @@ static void run_case(kann_wino_transform transform, int with_bias, int with_res)
     size_t e = transform == KANN_WINO_F4X4 ? 4 : 2, positions = (e + 2) * (e + 2);
     size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
     size_t hw = (size_t)a.h_out * a.w_out, T = (a.h_out + e - 1) / e * ((a.w_out + e - 1) / e);
-    size_t T_round =
-        (T + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE * KANN_CONV_PIXEL_GRANULE;
     size_t n_x = (size_t)a.c_in * a.h_in * a.w_in, n_w = (size_t)a.c_out * a.c_in * 9;
     size_t n_u = positions * panels * a.c_in * KANN_CONV_PANEL, n_y = a.c_out * hw;
-    size_t n_s = positions * a.c_in * T_round;
+    size_t n_s = (size_t)kann_wino_scratch_floats(positions, a.c_in, T);
     size_t cap = n_x + n_w + n_u + a.c_out + 3 * n_y + n_s + 16 * 8;
     arena = aligned_alloc(64, (cap * sizeof(float) + 63) / 64 * 64);
     assert_non_null(arena);
@@ -222,7 +220,7 @@ static kann_conv2d_winograd_args legal(kann_bounds *bd) {
     a.y = (kann_ref){KANN_SPACE_ARENA, 0, off};
     off += 14 * 35 * 4;
     a.scratch = (kann_ref){KANN_SPACE_ARENA, 0, off};
-    off += 32 * 16 * 5 * 4;
+    off += kann_wino_scratch_floats(16, 5, 3 * 4) * 4;
     a.tile = (kann_tile){1, 0, 12, 0};
     *bd = (kann_bounds){off, 16 * 2 * 5 * 12 * 4};
     return a;

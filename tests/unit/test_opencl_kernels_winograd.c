@@ -63,7 +63,7 @@ static void run_case(uint64_t seed, wino_extents max, kann_wino_transform transf
     uint32_t e = transform == KANN_WINO_F4X4 ? 4 : 2, positions = (e + 2) * (e + 2);
     size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
     size_t hw = (size_t)a.h_out * a.w_out;
-    uint32_t T = (a.h_out + e - 1) / e * ((a.w_out + e - 1) / e), g = KANN_CONV_PIXEL_GRANULE;
+    uint32_t T = (a.h_out + e - 1) / e * ((a.w_out + e - 1) / e);
     a.x = kt_input_f32(&k, (size_t)a.c_in * a.h_in * a.w_in, -2.0f, 2.0f);
     a.u = kt_input_f32(&k, positions * panels * a.c_in * KANN_CONV_PANEL, -1.0f, 1.0f);
     /* F(4x4)'s transforms (entries up to 5 in B, 8 in A) take random floats through sums far
@@ -78,7 +78,7 @@ static void run_case(uint64_t seed, wino_extents max, kann_wino_transform transf
     if (kt_range(&k, 0, 1)) a.bias = kt_input_f32(&k, a.c_out, -1.0f, 1.0f);
     if (kt_range(&k, 0, 1)) a.residual = kt_input_f32(&k, a.c_out * hw, -1.0f, 1.0f);
     a.y = kt_output(&k, a.c_out * hw * 4, 4);
-    a.scratch = kt_output(&k, (size_t)(T + g - 1) / g * g * positions * a.c_in * 4, 4);
+    a.scratch = kt_output(&k, (size_t)kann_wino_scratch_floats(positions, a.c_in, T) * 4, 4);
     uint32_t axis = kt_range(&k, 0, 1);
     a.tile = axis == 0 ? kt_aligned_tile(&k, 0, a.c_out, KANN_CONV_PANEL)
                        : kt_aligned_tile(&k, 1, T, KANN_CONV_PIXEL_GRANULE);

@@ -159,8 +159,7 @@ static void winograd_case(void) {
     size_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
     size_t in = (size_t)a.c_in * a.h_in * a.w_in, out = (size_t)a.c_out * a.h_out * a.w_out;
     size_t u = positions * panels * a.c_in * KANN_CONV_PANEL;
-    size_t scratch =
-        (T + KANN_WINO_BLOCK - 1) / KANN_WINO_BLOCK * positions * a.c_in * KANN_WINO_BLOCK;
+    size_t scratch = (size_t)kann_wino_scratch_floats(positions, a.c_in, T);
     /* six pieces, each rounded up to 16 floats (alloc_floats) */
     size_t floats = in + u + a.c_out + 2 * out + scratch + 6 * 16;
     arena = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
