@@ -32,6 +32,9 @@
 #define WINO_POS_PAD 16 /* floats past each position's rows: KANN_WINO_POS_PAD */
 #define WINO_F4X4 1   /* transform: KANN_WINO_F4X4 (else KANN_WINO_F2X2) */
 
+/* Floats from one position's rows of a block of the scratch to the next. */
+#define WINO_POS_STRIDE(c_in) ((size_t)(c_in) * WINO_BLOCK + WINO_POS_PAD)
+
 /* A record's shape, output tile edge e (2 or 4) and ranges of output channels [m_begin, m_end)
  * and tiles [t_begin, t_end). */
 typedef struct wino_shape {
@@ -259,7 +262,7 @@ __attribute__((always_inline)) inline void wino4_input_run(global const float *x
 inline void wino4_input_block(global const uint *args, uint at, global float *arena,
                               global const float *consts, const wino_shape *s, size_t q0, uint n,
                               uint c0, uint c_end) {
-    const size_t pos = (size_t)s->c_in * WINO_BLOCK + WINO_POS_PAD; /* between positions */
+    const size_t pos = WINO_POS_STRIDE(s->c_in); /* between positions */
     global const float *x = IN_REF(A_conv2d_winograd_x);
     global const float *x_end = x + (size_t)s->c_in * s->h_in * s->w_in;
     float vb[36][WINO_BLOCK + 16];
@@ -299,7 +302,7 @@ kernel void f32_wino_input(KANN_KERNEL_ARGS) {
         wino4_input_block(args, at, arena, consts, &s, q0, n, c0, c_end);
         return;
     }
-    const size_t pos = (size_t)s.c_in * WINO_BLOCK + WINO_POS_PAD; /* between positions */
+    const size_t pos = WINO_POS_STRIDE(s.c_in); /* between positions */
     /* the columns past the last run stay zero for every channel; a run's vector store may
      * reach 15 columns past the block */
     float vb[16][WINO_BLOCK + 16];
@@ -453,7 +456,7 @@ wino_gemm_block(global const uint *args, uint at, global float *arena, global co
                 const wino_shape *s, size_t q0, uint n, size_t m0, uint nb, const int wide) {
     const size_t panels = (s->c_out + WB - 1) / WB;
     global const float *u = IN_REF(A_conv2d_winograd_u) + m0 / WB * s->c_in * WB;
-    const size_t pos = (size_t)s->c_in * WINO_BLOCK + WINO_POS_PAD; /* between positions */
+    const size_t pos = WINO_POS_STRIDE(s->c_in); /* between positions */
     global const float *v =
         (global const float *)OUT_REF(A_conv2d_winograd_scratch) + q0 / WINO_BLOCK * 16 * pos;
     float16 y[2][2][WB][2];
@@ -522,7 +525,7 @@ wino4_gemm_block(global const uint *args, uint at, global float *arena, global c
                  const wino_shape *s, size_t q0, uint n, size_t m0, uint nb, const int wide) {
     const size_t panels = (s->c_out + WB - 1) / WB;
     global const float *u = IN_REF(A_conv2d_winograd_u) + m0 / WB * s->c_in * WB;
-    const size_t pos = (size_t)s->c_in * WINO_BLOCK + WINO_POS_PAD; /* between positions */
+    const size_t pos = WINO_POS_STRIDE(s->c_in); /* between positions */
     global const float *v =
         (global const float *)OUT_REF(A_conv2d_winograd_scratch) + q0 / WINO_BLOCK * 36 * pos;
     float16 mb[36][WB][2];

@@ -58,7 +58,10 @@ kann_status kann_conv2d_winograd_validate(const void *args, const kann_bounds *b
     uint32_t x_dims[3] = {a->c_in, a->h_in, a->w_in};
     uint32_t y_dims[2] = {a->c_out, hw};
     uint32_t g = KANN_CONV_PIXEL_GRANULE;
-    uint32_t s_dims[3] = {T / g + (T % g != 0), positions, a->c_in * g + KANN_WINO_POS_PAD};
+    uint64_t pos_stride = kann_wino_pos_stride(a->c_in);
+    if (pos_stride > UINT32_MAX)
+        return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_winograd: scratch size overflows");
+    uint32_t s_dims[3] = {T / g + (T % g != 0), positions, (uint32_t)pos_stride};
     if ((s = kann_check_dense(b, a->x, x_dims, 3, 0, 0, "conv2d_winograd x", err)) != KANN_OK ||
         (s = kann_check_dense(b, a->u, u_dims, 4, 0, 0, "conv2d_winograd u", err)) != KANN_OK ||
         (s = kann_check_dense(b, a->bias, &a->c_out, 1, 0, 1, "conv2d_winograd bias", err)) !=

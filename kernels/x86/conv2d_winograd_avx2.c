@@ -73,7 +73,7 @@ static void input_block(const kann_conv2d_winograd_args *a, const float *x, size
         kann_wino_input_block(a, x, q0, n, v);
         return;
     }
-    size_t plane = (size_t)a->h_in * a->w_in, ps = kann_wino_pos_stride(a->c_in);
+    size_t plane = (size_t)a->h_in * a->w_in, ps = (size_t)kann_wino_pos_stride(a->c_in);
     size_t positions = kann_wino_positions(a), n_groups = (n + 7) / 8;
     tile_lanes lanes[KANN_WINO_BLOCK / 8];
     for (size_t g = 0; g < n_groups; g++)

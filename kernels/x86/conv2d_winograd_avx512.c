@@ -300,7 +300,7 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
     tile_run runs[KANN_WINO_BLOCK];
     lane_group groups[KANN_WINO_BLOCK];
     size_t n_groups = input_groups(a, q0, n, runs, groups);
-    size_t ps = kann_wino_pos_stride(a->c_in), plane = (size_t)a->h_in * a->w_in;
+    size_t ps = (size_t)kann_wino_pos_stride(a->c_in), plane = (size_t)a->h_in * a->w_in;
     _Alignas(64) float stage[36][KANN_WINO_BLOCK];
     zero_stage_tail(stage, 36, n);
     for (size_t c = 0; c < a->c_in; c++) {
@@ -335,7 +335,7 @@ static void input_block2(const kann_conv2d_winograd_args *a, const float *x, siz
     tile_run runs[KANN_WINO_BLOCK];
     lane_group groups[KANN_WINO_BLOCK];
     size_t n_groups = input_groups(a, q0, n, runs, groups);
-    size_t ps = kann_wino_pos_stride(a->c_in), plane = (size_t)a->h_in * a->w_in;
+    size_t ps = (size_t)kann_wino_pos_stride(a->c_in), plane = (size_t)a->h_in * a->w_in;
     _Alignas(64) float stage[16][KANN_WINO_BLOCK];
     zero_stage_tail(stage, 16, n);
     for (size_t c = 0; c < a->c_in; c++) {
