@@ -1,8 +1,9 @@
 /* conv2d_packed for AVX-512: a 12 x 32 register tile (24 ZMM accumulators) over one weight
  * panel and a 32-column strip of B, bias, residual and activation fused into the store.
  * A strip's ragged end is cut to what it holds: 16 columns or fewer run one vector per row,
- * and a few columns past a whole vector (the 49th pixel of a 7x7 map, the 4 past 192 of a
- * 14x14 one) turn the tile around, the panel's channels in the lanes (column_tail). Convs over
+ * and a few columns past a whole vector turn the tile around, the panel's channels in the
+ * lanes: alone (the 4 past 192 of a 14x14 map, column_tail), or past a first vector in the same
+ * pass as it (the 49th pixel of a 7x7 map: 32 + 16 + 1, tile_16_tail). Convs over
  * at most 4 input channels (image stems) take a path of their own with the output channels in
  * the lanes, straight from x (direct_drive). */
 #include <immintrin.h>
@@ -375,27 +376,90 @@ static __attribute__((noinline)) void column_tail(const kann_conv_tile *t) {
     epilogue(t, out);
 }
 
-/* Columns [c0, c0 + n) of strip t as a strip of their own in *s (segments, if any, clipped
- * into seg); 0 when none of them is stored (a wide strip's dropped columns). */
-static int sub_strip(const kann_conv_tile *t, size_t c0, size_t n, kann_conv_tile *s,
-                     kann_conv_segment seg[KANN_CONV_MAX_STRIP]) {
-    *s = *t;
-    s->b = t->b + c0;
-    s->n = n;
-    if (!t->n_segments) {
-        s->y = t->y + c0;
-        s->res = t->res ? t->res + c0 : NULL;
-        return 1;
+/* A strip of 16 + R columns (1 <= R <= TAIL_COLS): the first 16 through the 12 x 16 register
+ * tile, the other R with the panel's channels in the lanes, per reduction step a weight vector
+ * (the 12 weights the tile broadcasts, from the same cache line) and a broadcast of B per
+ * column. Run as a column tail of its own after the 16, those R columns fetched the panel's
+ * weights again from L2 for R FMAs a step: 960 -> 160 on 7x7 (32 + 16 + 1 columns) took 65
+ * µs, 10 of them for the 49th column. The tail's sums are turned into the tile's second
+ * vector, so the store is the tile's (segments, partial sums and all). */
+static inline __attribute__((always_inline)) void tile_16_tail(const kann_conv_tile *t, int R) {
+    __m512 c[KANN_CONV_PANEL], d[TAIL_COLS];
+    const __mmask16 panel = lanes(0, KANN_CONV_PANEL), m1 = lanes(0, (size_t)R);
+    float part[TAIL_COLS][16];
+#pragma GCC unroll 12
+    for (int r = 0; r < KANN_CONV_PANEL; r++)
+        c[r] = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int j = 0; j < R; j++)
+        d[j] = _mm512_setzero_ps();
+    if (!t->first) { /* continue the partial sums in y */
+#pragma GCC unroll 12
+        for (int r = 0; r < KANN_CONV_PANEL; r++) {
+            if ((size_t)r >= t->mr) break;
+            c[r] = _mm512_loadu_ps(t->y + (size_t)r * t->ldy);
+            for (int j = 0; j < R; j++)
+                part[j][r] = t->y[(size_t)r * t->ldy + 16 + (size_t)j];
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < R; j++)
+            d[j] = _mm512_maskz_loadu_ps(lanes(0, t->mr), part[j]);
     }
-    size_t count = 0;
-    for (size_t i = 0; i < t->n_segments; i++) {
-        const kann_conv_segment *sg = &t->segments[i];
-        size_t lo = sg->lo > c0 ? sg->lo : c0, hi = sg->hi < c0 + n ? sg->hi : c0 + n;
-        if (lo < hi) seg[count++] = (kann_conv_segment){lo - c0, hi - c0, sg->at + (lo - sg->lo)};
+    const float *w = t->w;
+    const ptrdiff_t *taps = t->taps;
+    size_t n_taps = t->n_taps, b_stride = t->b_stride;
+    ptrdiff_t b_ahead = t->b_ahead;
+    for (size_t g = 0; g < t->n_groups; g++) {
+        const float *bg = t->b + g * b_stride;
+        for (size_t tap = 0; tap < n_taps; tap++, w += KANN_CONV_PANEL) {
+            const float *b = bg + taps[tap];
+            _mm_prefetch((const char *)(b + b_ahead), _MM_HINT_T0);
+            _mm_prefetch((const char *)(b + b_ahead + 16 + R - 1), _MM_HINT_T0);
+            _mm_prefetch((const char *)(w + W_PREFETCH), _MM_HINT_T0);
+            __m512 b0 = _mm512_loadu_ps(b);
+            __m512 wv = _mm512_maskz_loadu_ps(panel, w);
+#pragma GCC unroll 12
+            for (int r = 0; r < KANN_CONV_PANEL; r++)
+                c[r] = _mm512_fmadd_ps(_mm512_set1_ps(w[r]), b0, c[r]);
+#pragma GCC unroll 8
+            for (int j = 0; j < R; j++)
+                d[j] = _mm512_fmadd_ps(_mm512_set1_ps(b[16 + j]), wv, d[j]);
+        }
     }
-    s->segments = seg;
-    s->n_segments = count;
-    return count > 0;
+#pragma GCC unroll 8
+    for (int j = 0; j < R; j++)
+        _mm512_storeu_ps(part[j], d[j]);
+    __m512 out[KANN_CONV_PANEL][2];
+#pragma GCC unroll 12
+    for (int r = 0; r < KANN_CONV_PANEL; r++) {
+        float row[16];
+        for (int j = 0; j < R; j++)
+            row[j] = part[j][r];
+        out[r][0] = c[r];
+        out[r][1] = _mm512_maskz_loadu_ps(m1, row);
+    }
+    if (!t->last) {
+        for (size_t r = 0; r < t->mr; r++) {
+            _mm512_storeu_ps(t->y + r * t->ldy, out[r][0]);
+            _mm512_mask_storeu_ps(t->y + r * t->ldy + 16, m1, out[r][1]);
+        }
+        return;
+    }
+    epilogue(t, out);
+}
+
+/* tile_16_tail for the strip's R = n - 16. */
+static __attribute__((noinline)) void vector_tile_tail(const kann_conv_tile *t) {
+    switch (t->n - 16) {
+    case 1: tile_16_tail(t, 1); break;
+    case 2: tile_16_tail(t, 2); break;
+    case 3: tile_16_tail(t, 3); break;
+    case 4: tile_16_tail(t, 4); break;
+    case 5: tile_16_tail(t, 5); break;
+    case 6: tile_16_tail(t, 6); break;
+    case 7: tile_16_tail(t, 7); break;
+    default: tile_16_tail(t, 8); break;
+    }
 }
 
 /* The vector tile over a strip of n <= 32 columns: rows and vectors cut to what it holds. */
@@ -427,20 +491,20 @@ static __attribute__((noinline)) void vector_tile_silu(const kann_conv_tile *t) 
     vector_tile_act(t, 1);
 }
 
-/* A strip whose columns past a whole vector are few: the vectors, then the column tail. */
+/* A strip whose columns past a whole vector are few: those columns with the channels in the
+ * lanes, alone or in the pass of the vector before them. */
 void kann_conv_microkernel_12x32_avx512(const kann_conv_tile *t) {
-    void (*tile)(const kann_conv_tile *) =
-        t->last && t->act->kind == KANN_ACT_SILU ? vector_tile_silu : vector_tile;
     size_t tail = t->n % 16;
     if (tail == 0 || tail > TAIL_COLS) {
-        tile(t);
-        return;
+        if (t->last && t->act->kind == KANN_ACT_SILU)
+            vector_tile_silu(t);
+        else
+            vector_tile(t);
+    } else if (t->n > 16) {
+        vector_tile_tail(t);
+    } else {
+        column_tail(t);
     }
-    size_t whole = t->n - tail;
-    kann_conv_segment seg[KANN_CONV_MAX_STRIP];
-    kann_conv_tile s;
-    if (whole && sub_strip(t, 0, whole, &s, seg)) tile(&s);
-    if (sub_strip(t, whole, tail, &s, seg)) column_tail(&s);
 }
 
 /* ---- Short reductions: 16 channels x 16 pixels, straight from x ----------------------------- */

@@ -573,13 +573,15 @@ static void test_conv2d_packed_model_shapes(void **state) {
         /* strip tails past a whole vector: 49 = 32 + 16 + 1 and 196 = 6 * 32 + 4 pixels (the
          * AVX-512 column tail; maps of up to 7 strips run K > 256 as one block), 169 = 5 * 32 +
          * 9 (one vector); 8 strips (16x16) and K = 300: blocks of 256 and 44 steps, the partial
-         * sums through y, a column tail of 4 on 260 pixels */
+         * sums through y, a column tail of 4 on 260 pixels and of 16 + 4 (one strip, the tile
+         * and the tail together) on 276 */
         {320, 30, 7, 7, 1, 1, 1, 1, 0, 0},
         {600, 13, 14, 14, 1, 1, 1, 1, 0, 0},
         {512, 40, 13, 13, 1, 1, 1, 1, 0, 0},
         {70, 25, 3, 2, 1, 1, 1, 1, 0, 0},
         {300, 26, 16, 16, 1, 1, 1, 1, 0, 0},
         {300, 26, 13, 20, 1, 1, 1, 1, 0, 0},
+        {300, 26, 12, 23, 1, 1, 1, 1, 0, 0},
         /* strided: resnet18's layer3 3x3 (phase planes) and downsample 1x1 (gathered) */
         {128, 40, 28, 28, 3, 3, 2, 1, 1, 0},
         {256, 30, 14, 14, 1, 1, 2, 1, 0, 0},
