@@ -15,23 +15,28 @@
 #include "shapes.h"
 
 /* Rows [m0, m0 + c_out) and columns [k0, k0 + K) of W [..][ld] (the ONNX layout, ld = c_in /
- * group * k_h * k_w) as panels of KANN_CONV_PANEL output channels: [panel][K][12], channels past
- * c_out zero. */
-static int pack_weight_panels(kc_graph *g, int w, size_t m0, uint32_t c_out, size_t ld, size_t k0,
-                              size_t K) {
+ * group * k_h * k_w) in blocks of `block` output channels, the channels innermost:
+ * [block][K][block], channels past c_out zero. */
+static int pack_weight_blocks(kc_graph *g, int w, size_t m0, uint32_t c_out, size_t ld, size_t k0,
+                              size_t K, uint32_t block) {
     const kc_value *wv = kc_val(g, w);
-    size_t panels = (c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
-    float *packed = calloc(panels * K * KANN_CONV_PANEL, sizeof(float));
+    size_t blocks = (c_out + block - 1) / block;
+    float *packed = calloc(blocks * K * block, sizeof(float));
     if (!packed) abort();
     const float *src = (const float *)wv->data + m0 * ld + k0;
     for (size_t m = 0; m < c_out; m++)
         for (size_t k = 0; k < K; k++)
-            packed[(m / KANN_CONV_PANEL) * K * KANN_CONV_PANEL + k * KANN_CONV_PANEL +
-                   m % KANN_CONV_PANEL] = src[m * ld + k];
-    int64_t dims[3] = {(int64_t)panels, (int64_t)K, KANN_CONV_PANEL};
-    int v = kc_new_const_f32(g, kc_sprintf(g, "%s.panels12", wv->name), 3, dims, packed);
+            packed[(m / block) * K * block + k * block + m % block] = src[m * ld + k];
+    int64_t dims[3] = {(int64_t)blocks, (int64_t)K, (int64_t)block};
+    int v = kc_new_const_f32(g, kc_sprintf(g, "%s.panels%u", wv->name, block), 3, dims, packed);
     free(packed);
     return v;
+}
+
+/* As conv2d_packed's weights: panels of KANN_CONV_PANEL output channels, [panel][K][12]. */
+static int pack_weight_panels(kc_graph *g, int w, size_t m0, uint32_t c_out, size_t ld, size_t k0,
+                              size_t K) {
+    return pack_weight_blocks(g, w, m0, c_out, ld, k0, K, KANN_CONV_PANEL);
 }
 
 /* The conv's input with its padding put around it once (kernel pad2d), just the rows and
@@ -398,6 +403,53 @@ static int lower_conv_maxpool(kc_graph *g, kc_program *p, int id, const kann_con
     return 1;
 }
 
+/* ---- a 1x1 conv and the global average pool after it as one record ------------------------
+ * A classifier head (squeezenet1_1's 512 -> 1000 conv over 13x13 and its pool, mobilenet_v2's
+ * 320 -> 1280 over 7x7): f32_pointwise_gap adds each output channel's activated values over the
+ * pixels as it computes them, so the conv's output is never stored and read back, and it holds
+ * the output channels in the vector lanes, where 169 or 49 pixels leave conv2d_packed's strips of
+ * 32 ragged. */
+
+/* The GlobalAveragePool node that alone reads y, with no activation or residual of its own; -1
+ * if none. */
+static int fusable_gap(const kc_graph *g, int y) {
+    int pool = kc_single_consumer(g, y);
+    if ((g->values[y].flags & KC_VALUE_OUTPUT) || pool < 0) return -1;
+    const kc_node *n = &g->nodes[pool];
+    if (n->op != KC_OP_GlobalAveragePool || n->inputs[0] != y || n->epi.act != KANN_ACT_NONE ||
+        n->epi.residual >= 0)
+        return -1;
+    return pool;
+}
+
+/* Lowers pointwise conv a and the global average pool reading it as one f32_pointwise_gap
+ * call; 0 if that pool is not there. */
+static int lower_pointwise_gap(kc_graph *g, kc_program *p, int id,
+                               const kann_conv2d_packed_args *a) {
+    const kc_node *n = &g->nodes[id];
+    int pool = fusable_gap(g, n->outputs[0]);
+    uint64_t hw = (uint64_t)a->h_out * a->w_out;
+    if (pool < 0 || n->epi.residual >= 0 || hw == 0 || hw > UINT32_MAX || a->c_in == 0) return 0;
+    kann_pointwise_gap_args args = {0};
+    args.c_in = a->c_in;
+    args.c_out = a->c_out;
+    args.hw = (uint32_t)hw;
+    args.act = a->act;
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_POINTWISE_GAP, id);
+    *(kann_pointwise_gap_args *)c->args = args;
+    kc_bind(c, offsetof(kann_pointwise_gap_args, x), kc_input(n, 0), 0, 0);
+    kc_bind(c, offsetof(kann_pointwise_gap_args, w),
+            pack_weight_blocks(g, kc_input(n, 1), 0, a->c_out, a->c_in, 0, a->c_in,
+                               KANN_GAP_BLOCK),
+            0, 0);
+    kc_bind(c, offsetof(kann_pointwise_gap_args, bias), kc_input(n, 2), 0, 0);
+    kc_bind(c, offsetof(kann_pointwise_gap_args, y), g->nodes[pool].outputs[0], 0, 1);
+    kc_set_tile(c, a->c_out, KANN_GAP_BLOCK, 0, 0);
+    c->macs = (double)a->c_out * (double)hw * a->c_in;
+    g->nodes[pool].dead = 1;
+    return 1;
+}
+
 /* Whether the G group calls of conv a run whole, each on one of P streams: when they read x in
  * place (no scratch: stride 1 on the padded input, or pointwise) and are enough to balance
  * (a multiple of P, or at least 4 a stream). Cut into tiles, a group's 16 channels split 12 + 4
@@ -434,6 +486,7 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
     a->act = c2->act;
     size_t K = (size_t)a->c_in * a->k_h * a->k_w;
     if (groups == 1 && kann_conv2d_packed_stem(a) && lower_conv_maxpool(g, p, id, a, d)) return;
+    if (groups == 1 && kann_conv2d_packed_pointwise(a) && lower_pointwise_gap(g, p, id, a)) return;
     /* A stride-1 conv reads its windows in place (the wide path) from its input padded to
      * exactly the rows and columns they reach, unless that wastes too many columns. */
     if (a->stride_h == 1 && a->stride_w == 1 && !kann_conv2d_packed_pointwise(a)) {

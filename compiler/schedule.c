@@ -82,6 +82,7 @@ static double ns_per_mac(int kernel) {
     case KANN_KERNEL_F32_CONV2D_MAXPOOL:
     case KANN_KERNEL_F32_DWBLOCK:
     case KANN_KERNEL_F32_MATMUL:
+    case KANN_KERNEL_F32_POINTWISE_GAP:
         return 0.02;
     case KANN_KERNEL_F32_CONV2D_WINOGRAD:
         return 0.01;

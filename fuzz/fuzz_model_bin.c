@@ -72,6 +72,10 @@ static double record_work(uint32_t kernel, const void *args) {
         const kann_global_avgpool_args *a = args;
         return tile * (1.0 + a->spatial);
     }
+    case KANN_KERNEL_F32_POINTWISE_GAP: {
+        const kann_pointwise_gap_args *a = args;
+        return (1.0 + tile) * (1.0 + a->hw * (1.0 + a->c_in));
+    }
     case KANN_KERNEL_F32_SOFTMAX: {
         const kann_softmax_args *a = args;
         return tile * (1.0 + 4.0 * a->axis_len * a->inner);

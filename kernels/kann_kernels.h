@@ -309,6 +309,24 @@ typedef struct kann_dwblock_args {
     kann_act act_exp, act_dw, act_proj;
 } kann_dwblock_args;
 
+/* pointwise_gap: a 1x1 conv (stride 1, no padding, one group), its activation, and the global
+ * average pool after it, the conv's output never stored (a classifier head: squeezenet1_1's
+ * 512 -> 1000 conv over 13x13 and its pool, mobilenet_v2's last conv):
+ *   y[m] = (1 / hw) * sum_{p < hw} act(bias[m] + sum_{k < c_in} W[m][k] * x[k][p]),  m < c_out
+ * x dense [c_in][hw], y dense [c_out], bias [c_out] (optional: absent, 0). The weights are packed
+ * in blocks of KANN_GAP_BLOCK output channels with the channels innermost, [block][c_in][32]:
+ *   w[(m / 32) * c_in * 32 + k * 32 + m % 32] = W[m][k], channels past c_out zero,
+ * so a variant holds the channels in its vector lanes and broadcasts x. Tile axis 0 = output
+ * channels m (begin a multiple of KANN_GAP_BLOCK). */
+#define KANN_GAP_BLOCK 32
+typedef struct kann_pointwise_gap_args {
+    kann_tile tile;
+    kann_ref x, w, bias, y;
+    uint32_t c_in, c_out, hw;
+    uint32_t reserved; /* zero */
+    kann_act act;
+} kann_pointwise_gap_args;
+
 /* conv2d_winograd: a 3x3, stride-1, dilation-1, group-1 conv of one image, by Winograd
  * F(e x e, 3x3) with output tiles of edge e = 2 or 4, its padding read in place:
  *   y[m][oh][ow] = act(sum_{c,kh,kw} W[m][c][kh][kw] * x[c][oh + kh - pad][ow + kw - pad]

@@ -63,6 +63,11 @@ uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *wor
         *work = share * a->h_out * a->w_out * a->k_h * a->k_w;
         return 1; /* planes */
     }
+    case KANN_KERNEL_F32_POINTWISE_GAP: { /* blocks of output channels, each its own sums */
+        const kann_pointwise_gap_args *a = args;
+        *work = share * a->hw * a->c_in;
+        return KANN_GAP_BLOCK;
+    }
     default:
         return 0;
     }

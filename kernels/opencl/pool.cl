@@ -1,4 +1,5 @@
-/* f32_pool2d (max and average, padding, stride, dilation) and f32_global_avgpool. */
+/* f32_pool2d (max and average, padding, stride, dilation), f32_global_avgpool and
+ * f32_pointwise_gap (a 1x1 conv, its activation and a global average pool). */
 
 /* Window taps along one axis counted for an output whose first tap is at `first`: those inside
  * [lower, upper). */
@@ -215,4 +216,54 @@ kernel void f32_global_avgpool(KANN_KERNEL_ARGS) {
     float sum = ((s.s0 + s.s1) + (s.s2 + s.s3)) + ((s.s4 + s.s5) + (s.s6 + s.s7));
     OUT_REF(A_global_avgpool_y)
     [p] = kann_act(ACT_ARGS(global_avgpool), sum * (1.0f / (float)spatial));
+}
+
+/* CPU devices. NDRange: (output channels of the tile). Each work-item sums its channel over the
+ * pixels, the activated 1x1 conv of each pixel (the packed weights: [block of 32][c_in][32]). */
+kernel void f32_pointwise_gap(KANN_KERNEL_ARGS) {
+    uint m = TILE_BEGIN + get_global_id(0);
+    if (m >= TILE_END) return;
+    const uint c_in = U(A_pointwise_gap_c_in), hw = U(A_pointwise_gap_hw);
+    global const float *x = IN_REF(A_pointwise_gap_x);
+    global const float *w = IN_REF(A_pointwise_gap_w) + (size_t)(m / 32) * c_in * 32 + m % 32;
+    global const float *bias = IN_REF(A_pointwise_gap_bias);
+    const float b = REF_SPACE(A_pointwise_gap_bias) != 0 ? bias[m] : 0.0f;
+    float total = 0.0f;
+    for (uint p = 0; p < hw; p++) {
+        float acc = 0.0f;
+        for (uint k = 0; k < c_in; k++)
+            acc = fma(w[(size_t)k * 32], x[(size_t)k * hw + p], acc);
+        total += kann_act(ACT_ARGS(pointwise_gap), acc + b);
+    }
+    OUT_REF(A_pointwise_gap_y)[m] = total * (1.0f / (float)hw);
+}
+
+/* GPUs: a work-group of GAP_GROUP work-items per output channel. NDRange: (GAP_GROUP, output
+ * channels of the tile), local (GAP_GROUP, 1): item i takes pixels i, i + GAP_GROUP, ... (the
+ * group's loads of x coalesced), then the group adds its partial sums in local memory. */
+#define GAP_GROUP 64
+kernel void f32_pointwise_gap_groups(KANN_KERNEL_ARGS) {
+    local float part[GAP_GROUP];
+    const uint lane = get_local_id(0), m = TILE_BEGIN + get_global_id(1);
+    const uint c_in = U(A_pointwise_gap_c_in), hw = U(A_pointwise_gap_hw);
+    float total = 0.0f;
+    if (m < TILE_END) {
+        global const float *x = IN_REF(A_pointwise_gap_x);
+        global const float *w = IN_REF(A_pointwise_gap_w) + (size_t)(m / 32) * c_in * 32 + m % 32;
+        global const float *bias = IN_REF(A_pointwise_gap_bias);
+        const float b = REF_SPACE(A_pointwise_gap_bias) != 0 ? bias[m] : 0.0f;
+        for (uint p = lane; p < hw; p += GAP_GROUP) {
+            float acc = 0.0f;
+            for (uint k = 0; k < c_in; k++)
+                acc = fma(w[(size_t)k * 32], x[(size_t)k * hw + p], acc);
+            total += kann_act(ACT_ARGS(pointwise_gap), acc + b);
+        }
+    }
+    part[lane] = total;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint step = GAP_GROUP / 2; step > 0; step /= 2) {
+        if (lane < step) part[lane] += part[lane + step];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lane == 0 && m < TILE_END) OUT_REF(A_pointwise_gap_y)[m] = part[0] * (1.0f / (float)hw);
 }

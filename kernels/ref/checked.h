@@ -49,6 +49,20 @@ static inline int kann_window_fits(uint32_t n_out, uint32_t stride, uint32_t k, 
            kann_add_u64(&reach, pad_end) && kann_add_u64(&reach, n_in) && reach < KANN_MAX_COORD;
 }
 
+/* A tile whose kernel needs it to begin on a multiple of align (a panel or block of channels,
+ * a granule of pixels): KANN_E_CORRUPT naming the kernel (what) otherwise; an empty tile does no
+ * work and may begin anywhere. */
+static inline kann_status kann_check_tile_begin(const kann_tile *t, uint32_t align,
+                                                const char *what, kann_error *err) {
+    if (t->begin % align == 0 || t->begin == t->end) return KANN_OK;
+    kann_msg_set(err, KANN_E_CORRUPT, what);
+    kann_msg_append(err, ": tile begin ");
+    kann_msg_append_u64(err, t->begin);
+    kann_msg_append(err, " is not a multiple of ");
+    kann_msg_append_u64(err, align);
+    return KANN_E_CORRUPT;
+}
+
 /* Checks a dense float32 tensor of n_dims dimensions at r (see kann_check_ref). */
 static inline kann_status kann_check_dense(const kann_bounds *b, kann_ref r, const uint32_t *dims,
                                            unsigned n_dims, int writable, int optional,

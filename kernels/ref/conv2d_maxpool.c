@@ -40,13 +40,9 @@ kann_status kann_conv2d_maxpool_validate(const void *args, const kann_bounds *b,
     if ((s = kann_check_tile(&a->tile, 2, extents, err)) != KANN_OK ||
         (s = kann_check_act(&a->act, err)) != KANN_OK)
         return s;
-    if (a->tile.axis == 0 && a->tile.begin % KANN_CONV_PANEL != 0 && a->tile.begin != a->tile.end) {
-        kann_msg_set(err, KANN_E_CORRUPT, "conv2d_maxpool: tile begin ");
-        kann_msg_append_u64(err, a->tile.begin);
-        kann_msg_append(err, " is not a multiple of ");
-        kann_msg_append_u64(err, KANN_CONV_PANEL);
-        return KANN_E_CORRUPT;
-    }
+    if (a->tile.axis == 0 &&
+        (s = kann_check_tile_begin(&a->tile, KANN_CONV_PANEL, "conv2d_maxpool", err)) != KANN_OK)
+        return s;
     uint64_t band = 0, gather = 0, floats = kann_conv2d_maxpool_scratch(a, &band, &gather);
     if (floats == 0 || floats > UINT32_MAX)
         return kann_msg_set(err, KANN_E_CORRUPT, "conv2d_maxpool: scratch size overflows");

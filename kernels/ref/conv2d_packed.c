@@ -72,13 +72,7 @@ kann_status kann_conv2d_packed_validate(const void *args, const kann_bounds *b, 
         (s = kann_check_act(&a->act, err)) != KANN_OK)
         return s;
     uint32_t align = a->tile.axis == 0 ? KANN_CONV_PANEL : KANN_CONV_PIXEL_GRANULE;
-    if (a->tile.begin % align != 0 && a->tile.begin != a->tile.end) { /* empty: no work */
-        kann_msg_set(err, KANN_E_CORRUPT, "conv2d_packed: tile begin ");
-        kann_msg_append_u64(err, a->tile.begin);
-        kann_msg_append(err, " is not a multiple of ");
-        kann_msg_append_u64(err, align);
-        return KANN_E_CORRUPT;
-    }
+    if ((s = kann_check_tile_begin(&a->tile, align, "conv2d_packed", err)) != KANN_OK) return s;
     /* Weight panels cover c_out rounded up to a whole panel. */
     uint32_t panels = a->c_out / KANN_CONV_PANEL + (a->c_out % KANN_CONV_PANEL != 0);
     uint32_t w_dims[3] = {panels, KANN_CONV_PANEL, K};

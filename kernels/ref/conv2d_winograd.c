@@ -46,13 +46,7 @@ kann_status kann_conv2d_winograd_validate(const void *args, const kann_bounds *b
         (s = kann_check_act(&a->act, err)) != KANN_OK)
         return s;
     uint32_t align = a->tile.axis == 0 ? KANN_CONV_PANEL : KANN_CONV_PIXEL_GRANULE;
-    if (a->tile.begin % align != 0 && a->tile.begin != a->tile.end) { /* empty: no work */
-        kann_msg_set(err, KANN_E_CORRUPT, "conv2d_winograd: tile begin ");
-        kann_msg_append_u64(err, a->tile.begin);
-        kann_msg_append(err, " is not a multiple of ");
-        kann_msg_append_u64(err, align);
-        return KANN_E_CORRUPT;
-    }
+    if ((s = kann_check_tile_begin(&a->tile, align, "conv2d_winograd", err)) != KANN_OK) return s;
     uint32_t panels = a->c_out / KANN_CONV_PANEL + (a->c_out % KANN_CONV_PANEL != 0);
     uint32_t u_dims[4] = {positions, panels, a->c_in, KANN_CONV_PANEL};
     uint32_t x_dims[3] = {a->c_in, a->h_in, a->w_in};

@@ -423,6 +423,14 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
     case KANN_KERNEL_F32_GLOBAL_AVGPOOL:
         simple_launch(l, "f32_global_avgpool", tile_len, 1, 1);
         return KANN_OK;
+    case KANN_KERNEL_F32_POINTWISE_GAP:
+        if (type & CL_DEVICE_TYPE_CPU) {
+            simple_launch(l, "f32_pointwise_gap", tile_len, 1, 1);
+        } else { /* a work-group of 64 per channel (GAP_GROUP in pool.cl) */
+            simple_launch(l, "f32_pointwise_gap_groups", 64, tile_len, 1);
+            l->local[0] = 64;
+        }
+        return KANN_OK;
     case KANN_KERNEL_F32_SOFTMAX: {
         const kann_softmax_args *a = args;
         simple_launch(l, "f32_softmax", a->inner, a->axis_len ? tile_len : 0, 1);

@@ -312,6 +312,39 @@ def stem_pool_cases():
                53, shared=True)
 
 
+def head_gap_cases():
+    """A classifier head: a 1x1 conv, its activation and the global average pool after it, one
+    f32_pointwise_gap record (squeezenet's 13x13 with ReLU, 1000 classes cut short; mobilenet_v2's
+    7x7 with ReLU6 as Clip, no bias); a head whose conv output a second node reads too keeps its
+    conv and pool; and a GlobalAveragePool after a 3x3 conv stays a pool."""
+    def head(name, seed, c_in, c_out, hw, act="Relu", bias=True, shared=False, k=1):
+        r = rng(seed)
+        inits = [const("W", randn(r, c_out, c_in, k, k, scale=0.2))]
+        ins = ["x", "W"]
+        if bias:
+            inits.append(const("B", randn(r, c_out)))
+            ins.append("B")
+        nodes = [helper.make_node("Conv", ins, ["c"], name="head", pads=[k // 2] * 4)]
+        if act == "Relu":
+            nodes.append(helper.make_node("Relu", ["c"], ["ca"], name="act"))
+        else:
+            inits += [const("lo", np.array(0.0, np.float32)), const("hi", np.array(6.0, np.float32))]
+            nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["ca"], name="act"))
+        nodes.append(helper.make_node("GlobalAveragePool", ["ca"], ["y"], name="gap"))
+        outs = [vi("y", None)]
+        if shared:
+            nodes.append(helper.make_node("ReduceMax", ["ca"], ["m"], name="max", axes=[2, 3]))
+            outs.append(vi("m", None))
+        expect = ("f32_pointwise_gap x1" if k == 1 and not shared else
+                  "f32_global_avgpool x1")
+        return name, model(nodes, [vi("x", [1, c_in, hw, hw])], outs, inits), \
+            {"x": randn(r, 1, c_in, hw, hw)}, ["--expect-summary", expect]
+    yield head("head_gap_squeezenet", 80, 96, 70, 13)
+    yield head("head_gap_mobilenet", 81, 40, 100, 7, act="Clip", bias=False)
+    yield head("head_gap_shared", 82, 24, 33, 9, shared=True)
+    yield head("head_gap_3x3", 83, 16, 20, 8, k=3)
+
+
 def gelu_cases():
     """GELU written as its Erf formula x * (1 + erf(x / sqrt(2))) * 0.5 after a conv: the
     formula's three placements of the half and both forms of the scale become the conv's
@@ -510,6 +543,7 @@ def all_cases():
     yield from dwblock_cases()
     yield from pool_cases()
     yield from stem_pool_cases()
+    yield from head_gap_cases()
     yield from gelu_cases()
     yield from gemm_cases()
     yield from eltwise_cases()

@@ -30,7 +30,8 @@ for i, r in enumerate(rows):
 total = [l.split() for l in out if l.startswith("total ")]
 assert total, "no total row"
 # the layers kann-c keeps: every Conv (activations fused), the pooling and the classifier; a
-# block's three convs (features.N/conv/...) in one f32_dwblock row
+# block's three convs (features.N/conv/...) in one f32_dwblock row, the last conv and the
+# pooling after it in one f32_pointwise_gap row
 names = [n.name for n in onnx.load(model).graph.node
          if n.op_type in ("Conv", "GlobalAveragePool", "Gemm")]
 assert len(rows) > len(layers), "no projection summed across the streams"
@@ -40,10 +41,12 @@ for r in layers:
     mmac, ms, share = float(r[2]), float(r[3]), float(r[5])
     assert ms > 0 and share >= 0, r
     block = names[j].rsplit("/conv/", 1)[0] + "/conv/"
-    j += 3 if r[1] == "f32_dwblock" else 1
+    j += 3 if r[1] == "f32_dwblock" else 2 if r[1] == "f32_pointwise_gap" else 1
     assert r[1] != "f32_dwblock" or all(n.startswith(block) for n in names[j - 3:j]), r
+    assert r[1] != "f32_pointwise_gap" or "GlobalAveragePool" in names[j - 1], r
 assert j == len(names), (j, len(names))
 assert any(r[1] == "f32_dwblock" for r in layers), "no block as one record"
+assert any(r[1] == "f32_pointwise_gap" for r in layers), "no head as one record"
 macs = sum(float(r[2]) for r in rows)
 # the rows are rounded to 0.01 MMAC, the total is not
 assert abs(float(total[0][1]) - 300.77) < 0.01, total

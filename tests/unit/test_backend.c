@@ -293,6 +293,7 @@ static void test_schedule_cost_model(void **state) {
     add_conv(g, d, pr, 24, 144, 1, 1, w_project);
     int pool = kc_add_value(g, "pool"), flat = kc_add_value(g, "flat"), y = kc_add_value(g, "y");
     pg_node(g, KC_OP_GlobalAveragePool, 13, 1, (int[]){pr}, 1, (int[]){pool});
+    pg_output(g, pr); /* read by more than the pool: the projection stays a conv of its own */
     pg_node(g, KC_OP_Flatten, 13, 1, (int[]){pool}, 1, (int[]){flat});
     int fw = pg_const(g, "fw", 2, (int64_t[]){1000, 24}, fc_w);
     int gemm = pg_node(g, KC_OP_Gemm, 13, 2, (int[]){flat, fw}, 1, (int[]){y});

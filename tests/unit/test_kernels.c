@@ -122,9 +122,13 @@ static void check_only_y_written(const float *y, size_t n) {
         if (arena[i] != SENTINEL) fail_msg("arena float %zu past the bounds was written", i);
 }
 
+/* Where run_tiled may cut a tile axis: multiples of this (a kernel whose tiles begin on
+ * blocks sets it for its test). */
+static uint32_t tile_granule = 1;
+
 /* Runs fn (a variant of kernel id) on args over [0, extent) of a tile axis, as 1 to 5
- * complementary tiles (some possibly empty) in random order; each record is validated first, as
- * the loader would. */
+ * complementary tiles (some possibly empty, cut at multiples of tile_granule) in random order;
+ * each record is validated first, as the loader would. */
 static void run_tiled(kann_kernel_id id, kann_kernel_fn fn, const void *args, uint32_t axis,
                       uint32_t extent) {
     const kann_kernel_info *info = &kann_kernels[id];
@@ -136,7 +140,7 @@ static void run_tiled(kann_kernel_id id, kann_kernel_fn fn, const void *args, ui
     cuts[0] = 0;
     cuts[n_tiles] = extent;
     for (uint32_t i = 1; i < n_tiles; i++)
-        cuts[i] = rng_range(0, extent);
+        cuts[i] = rng_range(0, extent) / tile_granule * tile_granule;
     for (uint32_t i = 1; i < n_tiles; i++) /* insertion sort of the inner cuts */
         for (uint32_t j = i; j > 1 && cuts[j - 1] > cuts[j]; j--) {
             uint32_t t = cuts[j];
@@ -930,6 +934,48 @@ static void test_global_avgpool(void **state) {
     }
 }
 
+/* pointwise_gap against the conv, its activation and the mean over the pixels in double, on
+ * ragged blocks of channels (c_out past a multiple of 32) and pixel groups (hw past a multiple
+ * of 12 and of 3), every activation (those without a vector form go lane by lane), with and
+ * without a bias, cut into tiles on whole blocks. */
+static void test_pointwise_gap(void **state) {
+    (void)state;
+    rng_seed(41);
+    tile_granule = KANN_GAP_BLOCK;
+    for (int i = 0; i < 120; i++) {
+        mem_reset();
+        kann_pointwise_gap_args a = {0};
+        a.c_in = PICK(1, 3, 17, 64);
+        a.c_out = PICK(1, 5, 31, 32, 33, 70);
+        a.hw = PICK(1, 2, 7, 12, 13, 25, 49, 169);
+        a.act = random_act();
+        uint32_t blocks = (a.c_out + KANN_GAP_BLOCK - 1) / KANN_GAP_BLOCK;
+        float *x, *w, *bias = NULL, *y;
+        a.x = mem_put_random(random_input_space(), (size_t)a.c_in * a.hw, -1, 1, &x);
+        a.w = mem_put_random(random_input_space(), (size_t)blocks * a.c_in * KANN_GAP_BLOCK, -1,
+                             1, &w);
+        if (rng_range(0, 2)) a.bias = mem_put_random(random_input_space(), a.c_out, -1, 1, &bias);
+        a.y = mem_put(KANN_SPACE_ARENA, a.c_out, &y);
+        double *expected = malloc(a.c_out * sizeof(double));
+        assert_non_null(expected);
+        for (size_t m = 0; m < a.c_out; m++) {
+            const float *wm = w + (m / KANN_GAP_BLOCK) * a.c_in * KANN_GAP_BLOCK + m % 32;
+            double total = 0;
+            for (size_t p = 0; p < a.hw; p++) {
+                double acc = bias ? bias[m] : 0.0;
+                for (size_t k = 0; k < a.c_in; k++)
+                    acc += (double)wm[k * KANN_GAP_BLOCK] * x[k * a.hw + p];
+                total += ref_act(&a.act, acc);
+            }
+            expected[m] = total / a.hw;
+        }
+        run_and_check(KANN_KERNEL_F32_POINTWISE_GAP, &a, &a.c_out, y, expected, a.c_out,
+                      "pointwise_gap", i);
+        free(expected);
+    }
+    tile_granule = 1;
+}
+
 /* ---- softmax, copy ------------------------------------------------------------------------ */
 
 static void test_softmax(void **state) {
@@ -1126,6 +1172,18 @@ static void build_global_avgpool(void *args) {
     a->x = mem_put_random(KANN_SPACE_ARENA, 36, -1, 1, &p);
     a->y = mem_put(KANN_SPACE_ARENA, 4, &p);
     a->tile = (kann_tile){0, 1, 4, 0};
+}
+
+static void build_pointwise_gap(void *args) {
+    kann_pointwise_gap_args *a = args;
+    float *p;
+    *a = (kann_pointwise_gap_args){0};
+    a->c_in = 3, a->c_out = 40, a->hw = 5;
+    a->x = mem_put_random(KANN_SPACE_ARENA, 15, -1, 1, &p);
+    a->w = mem_put_random(KANN_SPACE_CONST, 2 * 3 * KANN_GAP_BLOCK, -1, 1, &p);
+    a->bias = mem_put_random(KANN_SPACE_CONST, 40, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 40, &p);
+    a->tile = (kann_tile){0, 32, 40, 0};
 }
 
 static void build_softmax(void *args) {
@@ -1349,6 +1407,19 @@ static const family_case families[] = {
       {"pad past the window", {P(kann_dwblock_args, pad_top, 3), END}},
       {"scratch too small for taller bands", {P(kann_dwblock_args, band_rows, 3), END}},
       {"stride 0", {P(kann_dwblock_args, stride_w, 0), END}},
+      {NULL, {END}}}},
+    {KANN_KERNEL_F32_POINTWISE_GAP,
+     build_pointwise_gap,
+     {offsetof(kann_pointwise_gap_args, x), offsetof(kann_pointwise_gap_args, w),
+      offsetof(kann_pointwise_gap_args, bias), offsetof(kann_pointwise_gap_args, y), NO_FIELD},
+     offsetof(kann_pointwise_gap_args, y),
+     offsetof(kann_pointwise_gap_args, act),
+     {{"reserved field", {P(kann_pointwise_gap_args, reserved, 1), END}},
+      {"no input channels", {P(kann_pointwise_gap_args, c_in, 0), END}},
+      {"no pixels", {P(kann_pointwise_gap_args, hw, 0), END}},
+      {"tile begin inside a block", {P(kann_pointwise_gap_args, tile.begin, 31), END}},
+      {"channels past the weights' blocks", {P(kann_pointwise_gap_args, c_out, 70), END}},
+      {"pixels past the arena", {P(kann_pointwise_gap_args, hw, 0x100000), END}},
       {NULL, {END}}}},
 };
 
@@ -1584,6 +1655,7 @@ int main(void) {
         cmocka_unit_test(test_channel_affine),
         cmocka_unit_test(test_pool2d),
         cmocka_unit_test(test_global_avgpool),
+        cmocka_unit_test(test_pointwise_gap),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_copy),
         cmocka_unit_test(test_pad2d),

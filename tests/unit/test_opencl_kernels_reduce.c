@@ -1,5 +1,5 @@
-/* The OpenCL f32_reduce, f32_norm, f32_hardmax, f32_lrn and f32_nll_loss kernels against the
- * reference kernels on random shapes, tiles, parameters and activations (PoCL in CI). Skipped
+/* The OpenCL f32_reduce, f32_norm, f32_hardmax, f32_lrn, f32_nll_loss and f32_pointwise_gap
+ * kernels against the reference kernels on random shapes, tiles, parameters and activations (PoCL in CI). Skipped
  * without an OpenCL device. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -189,11 +189,39 @@ static void test_nll_loss(void **state) {
     }
 }
 
+/* A 1x1 conv's activated outputs averaged over the pixels, in both kernel styles: ragged blocks
+ * of 32 channels, with and without a bias, maps of more pixels than a GPU work-group has items,
+ * tiles on whole blocks. */
+static void test_pointwise_gap(void **state) {
+    (void)state;
+    KT_NEED_DEVICE();
+    for (uint64_t seed = 0; seed < 2 * CASES; seed++) {
+        kt_style = seed % 2 ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_CPU;
+        kt k;
+        kt_init(&k, 500 + seed);
+        kann_pointwise_gap_args a;
+        memset(&a, 0, sizeof a);
+        a.c_in = kt_range(&k, 1, 40);
+        a.c_out = kt_range(&k, 1, 80);
+        a.hw = kt_range(&k, 1, 150);
+        a.act = random_act(&k);
+        uint32_t blocks = (a.c_out + KANN_GAP_BLOCK - 1) / KANN_GAP_BLOCK;
+        a.x = kt_input_f32(&k, (size_t)a.c_in * a.hw, -1.0f, 1.0f);
+        a.w = kt_input_f32(&k, (size_t)blocks * a.c_in * KANN_GAP_BLOCK, -0.5f, 0.5f);
+        if (kt_range(&k, 0, 1)) a.bias = kt_input_f32(&k, a.c_out, -1.0f, 1.0f);
+        a.y = kt_output(&k, (size_t)a.c_out * 4, 4);
+        a.tile = kt_aligned_tile(&k, 0, a.c_out, KANN_GAP_BLOCK);
+        kt_run(&k, KANN_KERNEL_F32_POINTWISE_GAP, &a, sizeof a, 0);
+        kt_free(&k);
+    }
+    kt_style = CL_DEVICE_TYPE_CPU;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reduce),   cmocka_unit_test(test_norm),
         cmocka_unit_test(test_hardmax),  cmocka_unit_test(test_lrn),
-        cmocka_unit_test(test_nll_loss),
+        cmocka_unit_test(test_nll_loss), cmocka_unit_test(test_pointwise_gap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
