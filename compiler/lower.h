@@ -71,6 +71,10 @@ typedef struct kc_program {
      * kann-c --target opencl), those the CPU's lanes path runs faster whole (KC_FUSE_LANES, the
      * default), or every one over large maps (KC_FUSE_ALL, kann-c --fuse-blocks). */
     int fuse_blocks;
+    /* Whether a 1x1 conv and the global average pool reading it stay two calls (kann-c --target
+     * opencl: on a GPU the conv's GEMM kernel and the pool beat f32_pointwise_gap, whose work-items
+     * each read all of x) instead of one f32_pointwise_gap call (0, the default). */
+    int keep_heads;
     /* After kc_schedule_merge_phases on two streams or more (else NULL: one call per phase,
      * or one stream): the first and last call of each call's phase. Calls of one phase run at
      * the same time on different streams, so the memory plan keeps a value alive from the

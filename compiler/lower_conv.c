@@ -486,7 +486,9 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
     a->act = c2->act;
     size_t K = (size_t)a->c_in * a->k_h * a->k_w;
     if (groups == 1 && kann_conv2d_packed_stem(a) && lower_conv_maxpool(g, p, id, a, d)) return;
-    if (groups == 1 && kann_conv2d_packed_pointwise(a) && lower_pointwise_gap(g, p, id, a)) return;
+    if (groups == 1 && !p->keep_heads && kann_conv2d_packed_pointwise(a) &&
+        lower_pointwise_gap(g, p, id, a))
+        return;
     /* A stride-1 conv reads its windows in place (the wide path) from its input padded to
      * exactly the rows and columns they reach, unless that wastes too many columns. */
     if (a->stride_h == 1 && a->stride_w == 1 && !kann_conv2d_packed_pointwise(a)) {

@@ -62,7 +62,8 @@ static void usage(FILE *out) {
             "                             (suffix K, M or G: binary multiples)\n"
             "  --target cpu|opencl        the backend to tune for (default cpu; the model runs\n"
             "                             on either): cpu runs each inverted residual block over\n"
-            "                             large maps with at most 64 input channels as one\n"
+            "                             large maps with at most 64 input channels, and each\n"
+            "                             1x1 conv with the global average pool after it, as one\n"
             "                             record (faster on a CPU, slower on OpenCL devices)\n"
             "  --fuse-blocks              run every inverted residual block over large maps as\n"
             "                             one record, band by band: a smaller arena (its inner\n"
@@ -380,6 +381,7 @@ int main(int argc, char **argv) {
     prog.fuse_blocks = o.fuse_blocks                 ? KC_FUSE_ALL
                        : !strcmp(o.target, "opencl") ? KC_FUSE_NONE
                                                      : KC_FUSE_LANES;
+    prog.keep_heads = !strcmp(o.target, "opencl");
     if (kc_lower(g, &prog, &d)) goto done;
     if (kc_schedule_program(g, &prog, o.cores, &sched, &d)) goto done;
     kc_schedule_merge_phases(g, &prog, &sched);

@@ -316,8 +316,9 @@ def head_gap_cases():
     """A classifier head: a 1x1 conv, its activation and the global average pool after it, one
     f32_pointwise_gap record (squeezenet's 13x13 with ReLU, 1000 classes cut short; mobilenet_v2's
     7x7 with ReLU6 as Clip, no bias); a head whose conv output a second node reads too keeps its
-    conv and pool; and a GlobalAveragePool after a 3x3 conv stays a pool."""
-    def head(name, seed, c_in, c_out, hw, act="Relu", bias=True, shared=False, k=1):
+    conv and pool, as does any head compiled with --target opencl; and a GlobalAveragePool after
+    a 3x3 conv stays a pool."""
+    def head(name, seed, c_in, c_out, hw, act="Relu", bias=True, shared=False, k=1, opts=()):
         r = rng(seed)
         inits = [const("W", randn(r, c_out, c_in, k, k, scale=0.2))]
         ins = ["x", "W"]
@@ -335,14 +336,15 @@ def head_gap_cases():
         if shared:
             nodes.append(helper.make_node("ReduceMax", ["ca"], ["m"], name="max", axes=[2, 3]))
             outs.append(vi("m", None))
-        expect = ("f32_pointwise_gap x1" if k == 1 and not shared else
+        expect = ("f32_pointwise_gap x1" if k == 1 and not shared and not opts else
                   "f32_global_avgpool x1")
         return name, model(nodes, [vi("x", [1, c_in, hw, hw])], outs, inits), \
-            {"x": randn(r, 1, c_in, hw, hw)}, ["--expect-summary", expect]
+            {"x": randn(r, 1, c_in, hw, hw)}, list(opts) + ["--expect-summary", expect]
     yield head("head_gap_squeezenet", 80, 96, 70, 13)
     yield head("head_gap_mobilenet", 81, 40, 100, 7, act="Clip", bias=False)
     yield head("head_gap_shared", 82, 24, 33, 9, shared=True)
     yield head("head_gap_3x3", 83, 16, 20, 8, k=3)
+    yield head("head_gap_target_opencl", 84, 32, 40, 7, opts=("--target", "opencl"))
 
 
 def gelu_cases():
