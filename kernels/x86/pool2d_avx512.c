@@ -114,14 +114,17 @@ pool3_block(const pool3_ctx *c, const float *const *rows, int n, uint32_t b) {
  * three permutes. squeezenet1_1's three max pools alone (one core, input in L2): 6.4, 7.7 and
  * 10.5 ns per 16 outputs, where four masked loads per vector and window row (columns 0, 16, 1,
  * 17 on) took 10.0, 10.5 and 11.8; in the network 149 -> 96, 74 -> 54 and 40 -> 35 µs. */
-static inline __attribute__((always_inline)) void
-pool3_row(const pool3_ctx *c, const float *const *rows, int n, float *yr, int no_act) {
+static inline __attribute__((always_inline)) void pool3_row(const pool3_ctx *c,
+                                                            const float *const *rows, int n,
+                                                            float *yr, int no_act, const int NV) {
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd =
         _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     __m512 b0 = pool3_block(c, rows, n, 0);
-    for (uint32_t v = 0; v < c->n_vecs; v++) {
+    const uint32_t n_vecs = NV ? (uint32_t)NV : c->n_vecs; /* NV: a constant count, 0: any */
+#pragma GCC unroll 4
+    for (uint32_t v = 0; v < n_vecs; v++) {
         __m512 b1 = pool3_block(c, rows, n, 2 * v + 1), b2 = pool3_block(c, rows, n, 2 * v + 2);
         __m512i i0 = _mm512_castps_si512(b0), i1 = _mm512_castps_si512(b1);
         __m512 c1 = _mm512_castsi512_ps(_mm512_alignr_epi32(i1, i0, 1));
@@ -138,6 +141,32 @@ pool3_row(const pool3_ctx *c, const float *const *rows, int n, float *yr, int no
             for (uint32_t j = 0; j < len; j++)
                 yr[16 * v + j] = kann_act_apply(c->act, yr[16 * v + j]);
         b0 = b2;
+    }
+}
+
+/* The rows [0, rows) of a plane's outputs whose three window rows all lie inside x, no
+ * activation, rows of NV vectors (a constant: the blocks' masks stay in mask registers): row i's
+ * window rows start at x0 + i * step. As pool3_row, without its set-up per row (the window's
+ * rows inside x, their pointers, the copy's dispatch), which took about as long as the row's
+ * loads, maxes and permutes on rows of one or two vectors. */
+static inline __attribute__((always_inline)) void pool3_rows(const pool3_ctx *c, const float *x0,
+                                                             size_t step, size_t ld, float *y,
+                                                             size_t rows, const int NV) {
+    for (size_t i = 0; i < rows; i++, x0 += step, y += c->w_out) {
+        const float *r[3] = {x0, x0 + ld, x0 + 2 * ld};
+        pool3_row(c, r, 3, y, 1, NV);
+    }
+}
+
+/* pool3_rows for the row width of c. */
+static __attribute__((noinline)) void pool3_rows_any(const pool3_ctx *c, const float *x0,
+                                                     size_t step, size_t ld, float *y, size_t rows) {
+    switch (c->n_vecs) {
+    case 1: pool3_rows(c, x0, step, ld, y, rows, 1); break;
+    case 2: pool3_rows(c, x0, step, ld, y, rows, 2); break;
+    case 3: pool3_rows(c, x0, step, ld, y, rows, 3); break;
+    case 4: pool3_rows(c, x0, step, ld, y, rows, 4); break;
+    default: pool3_rows(c, x0, step, ld, y, rows, 0); break;
     }
 }
 
@@ -230,9 +259,23 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
                     .lo = lo,
                     .hi = hi};
     int no_act = act->kind == KANN_ACT_NONE;
+    /* the output rows [in_lo, in_hi) whose three window rows all lie inside x: pool3_rows */
+    uint32_t in_lo = 0, in_hi = 0;
+    if (shared3 && no_act && a->k_h == 3 && a->dil_h == 1 && a->h_in >= 3) {
+        in_lo = (a->pad_top + a->stride_h - 1) / a->stride_h;
+        uint64_t last = ((uint64_t)a->h_in - 3 + a->pad_top) / a->stride_h + 1;
+        in_hi = last < a->h_out ? (uint32_t)last : a->h_out;
+    }
     for (size_t p = a->tile.begin; p < a->tile.end; p++) {
         const float *xp = x + p * x_plane;
         for (uint32_t oh = 0; oh < a->h_out; oh++) {
+            if (oh == in_lo && in_hi > in_lo) {
+                pool3_rows_any(&p3, xp + ((size_t)oh * a->stride_h - a->pad_top) * a->w_in,
+                               (size_t)a->stride_h * a->w_in, a->w_in,
+                               y + p * y_plane + (size_t)oh * a->w_out, in_hi - in_lo);
+                oh = in_hi - 1;
+                continue;
+            }
             int64_t ih0 = (int64_t)oh * a->stride_h - a->pad_top;
             kann_range kh = a->dil_h == 1 ? rows_inside(ih0, a->h_in, a->k_h)
                                           : kann_window_range(ih0, a->dil_h, 0, a->h_in, a->k_h);
@@ -268,11 +311,11 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
                     rows[t] =
                         xp + (size_t)(ih0 + (int64_t)(kh.lo + (uint32_t)t) * a->dil_h) * a->w_in;
                 if (n == 3 && no_act)
-                    pool3_row(&p3, rows, 3, yr, 1);
+                    pool3_row(&p3, rows, 3, yr, 1, 0);
                 else if (n == 3)
-                    pool3_row(&p3, rows, 3, yr, 0);
+                    pool3_row(&p3, rows, 3, yr, 0, 0);
                 else
-                    pool3_row(&p3, rows, n, yr, 0);
+                    pool3_row(&p3, rows, n, yr, 0, 0);
                 continue;
             }
             for (uint32_t v = 0; v < n_vecs; v++) {
