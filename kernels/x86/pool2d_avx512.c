@@ -262,9 +262,11 @@ void kann_f32_pool2d_avx512(const void *args, const kann_exec *ex) {
     /* the output rows [in_lo, in_hi) whose three window rows all lie inside x: pool3_rows */
     uint32_t in_lo = 0, in_hi = 0;
     if (shared3 && no_act && a->k_h == 3 && a->dil_h == 1 && a->h_in >= 3) {
-        in_lo = (a->pad_top + a->stride_h - 1) / a->stride_h;
-        uint64_t last = ((uint64_t)a->h_in - 3 + a->pad_top) / a->stride_h + 1;
-        in_hi = last < a->h_out ? (uint32_t)last : a->h_out;
+        /* 64 bits: the padding may come near 2^32 */
+        uint64_t row0 = ((uint64_t)a->pad_top + a->stride_h - 1) / a->stride_h;
+        uint64_t end = ((uint64_t)a->h_in - 3 + a->pad_top) / a->stride_h + 1;
+        if (end > a->h_out) end = a->h_out;
+        if (row0 < end) in_lo = (uint32_t)row0, in_hi = (uint32_t)end;
     }
     for (size_t p = a->tile.begin; p < a->tile.end; p++) {
         const float *xp = x + p * x_plane;

@@ -891,6 +891,28 @@ static void run_pool_case(int case_index, uint32_t kind, uint32_t count_include_
     free(expected);
 }
 
+/* A 3x3 stride-2 max pool whose top padding comes near 2^32 (the validator's bound is on the
+ * coordinates, not the padding): the rows that one loop walks (all three window rows inside x)
+ * are found in 64 bits, none here, and every output's window misses x (0). */
+static void test_pool2d_huge_padding(void **state) {
+    (void)state;
+    rng_seed(42);
+    static const uint32_t pads[] = {0xfffffff0u, 0xffffffffu, 0x80000001u};
+    for (int i = 0; i < 3; i++) {
+        mem_reset();
+        kann_pool2d_args a = {0};
+        a.kind = KANN_POOL_MAX, a.planes = 2, a.h_in = 9, a.w_in = 9, a.k_h = 3, a.k_w = 3;
+        a.stride_h = 2, a.stride_w = 2, a.dil_h = 1, a.dil_w = 1;
+        a.pad_top = pads[i], a.h_out = 3, a.w_out = 4;
+        float *x, *y;
+        a.x = mem_put_random(KANN_SPACE_ARENA, 2 * 9 * 9, -4, 4, &x);
+        a.y = mem_put(KANN_SPACE_ARENA, 2 * 3 * 4, &y);
+        double expected[24] = {0};
+        run_and_check(KANN_KERNEL_F32_POOL2D, &a, &a.planes, y, expected, 24, "pool2d huge pad",
+                      i);
+    }
+}
+
 static void test_pool2d(void **state) {
     (void)state;
     rng_seed(9);
@@ -1654,6 +1676,7 @@ int main(void) {
         cmocka_unit_test(test_act_sigmoid_accuracy),
         cmocka_unit_test(test_channel_affine),
         cmocka_unit_test(test_pool2d),
+        cmocka_unit_test(test_pool2d_huge_padding),
         cmocka_unit_test(test_global_avgpool),
         cmocka_unit_test(test_pointwise_gap),
         cmocka_unit_test(test_softmax),
