@@ -957,19 +957,24 @@ static void test_global_avgpool(void **state) {
 }
 
 /* pointwise_gap against the conv, its activation and the mean over the pixels in double, on
- * ragged blocks of channels (c_out past a multiple of 32) and pixel groups (hw past a multiple
- * of 12 and of 3), every activation (those without a vector form go lane by lane), with and
+ * ragged blocks of channels (c_out past a multiple of 32; a last block of at most 16, which runs
+ * half the vectors) and pixel groups (hw past a multiple of 12, 24 and 3, cut into groups of
+ * two sizes), every activation (those without a vector form go lane by lane), with and
  * without a bias, cut into tiles on whole blocks. */
 static void test_pointwise_gap(void **state) {
     (void)state;
     rng_seed(41);
     tile_granule = KANN_GAP_BLOCK;
-    for (int i = 0; i < 120; i++) {
+    for (int i = 0; i < 200; i++) {
         mem_reset();
         kann_pointwise_gap_args a = {0};
         a.c_in = PICK(1, 3, 17, 64);
-        a.c_out = PICK(1, 5, 31, 32, 33, 70);
-        a.hw = PICK(1, 2, 7, 12, 13, 25, 49, 169);
+        a.c_out = PICK(1, 5, 16, 17, 31, 32, 33, 48, 70);
+        a.hw = PICK(1, 2, 7, 12, 13, 24, 25, 37, 48, 49, 169);
+        if (i < 48) { /* every group size of both kinds of block: 1 to 24 pixels */
+            a.c_out = i % 2 ? 48 : 16;
+            a.hw = 1 + i / 2;
+        }
         a.act = random_act();
         uint32_t blocks = (a.c_out + KANN_GAP_BLOCK - 1) / KANN_GAP_BLOCK;
         float *x, *w, *bias = NULL, *y;
