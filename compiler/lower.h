@@ -75,6 +75,9 @@ typedef struct kc_program {
      * opencl: on a GPU the conv's GEMM kernel and the pool beat f32_pointwise_gap, whose work-items
      * each read all of x) instead of one f32_pointwise_gap call (0, the default). */
     int keep_heads;
+    /* Whether 1x1 convs over small maps stay conv2d_packed calls (kann-c --target opencl: its
+     * GEMM kernel) instead of f32_pointwise_lanes (0, the default; see lanes_pays). */
+    int keep_pointwise;
     /* After kc_schedule_merge_phases on two streams or more (else NULL: one call per phase,
      * or one stream): the first and last call of each call's phase. Calls of one phase run at
      * the same time on different streams, so the memory plan keeps a value alive from the

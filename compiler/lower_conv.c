@@ -227,6 +227,46 @@ static kc_call *packed_call(kc_graph *g, kc_program *p, int id, const kann_conv2
     return c;
 }
 
+/* ---- a pointwise conv over a small map with the output channels in the lanes -------------
+ * conv2d_packed computes a 1x1 conv as 12-channel panels by strips of 32 pixels: a 7x7 map's 49
+ * pixels are a strip of 32 and one of 17, its rows of B misaligned. f32_pointwise_lanes holds
+ * 32 output channels in the lanes by up to 12 pixels, groups as even as that allows, and turns the
+ * sums around at the store; the store costs more a pixel than conv2d_packed's, so it pays where
+ * the reduction is long against the map. One thread, mobilenet_v2 inside the network: 960 -> 160
+ * on 7x7 66 -> 61 us, 160 -> 960 72 -> 67, 384 -> 64 on 14x14 40.5 -> 38.5; but 96 -> 576 on
+ * 14x14 89 -> 97 (and alone 64 -> 384 on 14x14 41 -> 42, 32 -> 192 on 28x28 41 -> 47). */
+static int lanes_pays(const kc_program *p, const kann_conv2d_packed_args *a) {
+    uint64_t hw = (uint64_t)a->h_out * a->w_out;
+    return !p->keep_pointwise && kann_conv2d_packed_pointwise(a) && a->c_out >= 16 &&
+           ((hw <= 64 && a->c_in >= 64) || (hw <= 256 && a->c_in >= 128));
+}
+
+/* A pointwise_lanes call of conv a over x, the weights' columns [k0, k0 + a->c_in) of W [c_out]
+ * [ld], bias, residual and y (each at its byte offset; -1 for none), tiled along output channels
+ * or pixels. */
+static kc_call *lanes_call(kc_graph *g, kc_program *p, int id, const kann_conv2d_packed_args *a,
+                           int x, int64_t x_off, int w, size_t ld, size_t k0, int b, int res,
+                           int y) {
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_POINTWISE_LANES, id);
+    kann_pointwise_lanes_args *args = c->args;
+    uint32_t hw = a->h_out * a->w_out;
+    args->c_in = a->c_in;
+    args->c_out = a->c_out;
+    args->hw = hw;
+    args->act = a->act;
+    int64_t fl = (int64_t)sizeof(float), y_bytes = (int64_t)a->c_out * hw * fl;
+    kc_bind_slice(c, offsetof(kann_pointwise_lanes_args, x), x, x_off,
+                  (int64_t)a->c_in * hw * fl, 0);
+    kc_bind(c, offsetof(kann_pointwise_lanes_args, w),
+            pack_weight_blocks(g, w, 0, a->c_out, ld, k0, a->c_in, KANN_GAP_BLOCK), 0, 0);
+    kc_bind(c, offsetof(kann_pointwise_lanes_args, bias), b, 0, 0);
+    kc_bind_slice(c, offsetof(kann_pointwise_lanes_args, residual), res, 0, y_bytes, 0);
+    kc_bind_slice(c, offsetof(kann_pointwise_lanes_args, y), y, 0, y_bytes, 1);
+    kc_set_tile(c, a->c_out, KANN_GAP_BLOCK, hw, KANN_LANES_PIXEL_GRANULE);
+    c->macs = (double)a->c_out * hw * a->c_in;
+    return c;
+}
+
 /* ---- a pointwise conv summed across the streams ------------------------------------------
  * A 1x1 conv reading the output of a depthwise conv split along channels (the projection of an
  * inverted residual block) reads every input channel, (P - 1) / P of them written by the other
@@ -311,10 +351,17 @@ static int lower_summed(kc_graph *g, kc_program *p, int id, const kann_conv2d_pa
         args.c_in = bounds[s + 1] - bounds[s];
         args.act.kind = KANN_ACT_NONE;
         parts[s] = partial_value(g, y, s, (int64_t)count);
-        int panels = pack_weight_panels(g, w, 0, a->c_out, a->c_in, bounds[s], args.c_in);
         /* the first part adds the bias and the residual */
-        kc_call *c = packed_call(g, p, id, &args, x, (int64_t)bounds[s] * hw * fl, panels,
-                                 s == 0 ? b : -1, 0, s == 0 ? n->epi.residual : -1, 0, parts[s], 0);
+        int bias = s == 0 ? b : -1, res = s == 0 ? n->epi.residual : -1;
+        kc_call *c;
+        if (lanes_pays(p, &args)) {
+            c = lanes_call(g, p, id, &args, x, (int64_t)bounds[s] * hw * fl, w, a->c_in,
+                           bounds[s], bias, res, parts[s]);
+        } else {
+            int panels = pack_weight_panels(g, w, 0, a->c_out, a->c_in, bounds[s], args.c_in);
+            c = packed_call(g, p, id, &args, x, (int64_t)bounds[s] * hw * fl, panels, bias, 0,
+                            res, 0, parts[s], 0);
+        }
         c->stream = s;
     }
     /* parts[0] += parts[s] for the middle ones, the last add into y with the activation */
@@ -510,6 +557,10 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
             y_group = (int64_t)a->c_out * hw * fl;
     if (groups == 1 && kann_conv2d_packed_pointwise(a) && lower_summed(g, p, id, a, x, w, b, y))
         return;
+    if (groups == 1 && lanes_pays(p, a)) {
+        lanes_call(g, p, id, a, x, 0, w, K, 0, b, n->epi.residual, y);
+        return;
+    }
     /* Groups that read x in place run whole, in runs of consecutive groups per stream */
     int P = p->streams > 1 ? p->streams : 1;
     uint32_t bounds[KC_MAX_STREAMS + 1];

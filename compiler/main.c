@@ -382,6 +382,7 @@ int main(int argc, char **argv) {
                        : !strcmp(o.target, "opencl") ? KC_FUSE_NONE
                                                      : KC_FUSE_LANES;
     prog.keep_heads = !strcmp(o.target, "opencl");
+    prog.keep_pointwise = prog.keep_heads;
     if (kc_lower(g, &prog, &d)) goto done;
     if (kc_schedule_program(g, &prog, o.cores, &sched, &d)) goto done;
     kc_schedule_merge_phases(g, &prog, &sched);

@@ -83,6 +83,7 @@ static double ns_per_mac(int kernel) {
     case KANN_KERNEL_F32_DWBLOCK:
     case KANN_KERNEL_F32_MATMUL:
     case KANN_KERNEL_F32_POINTWISE_GAP:
+    case KANN_KERNEL_F32_POINTWISE_LANES:
         return 0.02;
     case KANN_KERNEL_F32_CONV2D_WINOGRAD:
         return 0.01;
@@ -105,6 +106,9 @@ static int conv_input_field(int kernel, uint32_t *field) {
         return 1;
     case KANN_KERNEL_F32_CONV2D_WINOGRAD:
         *field = offsetof(kann_conv2d_winograd_args, x);
+        return 1;
+    case KANN_KERNEL_F32_POINTWISE_LANES:
+        *field = offsetof(kann_pointwise_lanes_args, x);
         return 1;
     case KANN_KERNEL_F32_CONV2D:
     case KANN_KERNEL_F32_DWCONV2D:

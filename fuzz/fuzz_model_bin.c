@@ -72,6 +72,11 @@ static double record_work(uint32_t kernel, const void *args) {
         const kann_global_avgpool_args *a = args;
         return tile * (1.0 + a->spatial);
     }
+    case KANN_KERNEL_F32_POINTWISE_LANES: {
+        const kann_pointwise_lanes_args *a = args;
+        double other = a->tile.axis == 0 ? a->hw : a->c_out;
+        return (1.0 + tile) * (1.0 + other * (1.0 + a->c_in));
+    }
     case KANN_KERNEL_F32_POINTWISE_GAP: {
         const kann_pointwise_gap_args *a = args;
         return (1.0 + tile) * (1.0 + a->hw * (1.0 + a->c_in));

@@ -319,6 +319,8 @@ typedef struct kann_dwblock_args {
  * so a variant holds the channels in its vector lanes and broadcasts x. Tile axis 0 = output
  * channels m (begin a multiple of KANN_GAP_BLOCK). */
 #define KANN_GAP_BLOCK 32
+/* The pixels a pointwise_lanes record is cut into parts by (tile axis 1). */
+#define KANN_LANES_PIXEL_GRANULE 4
 typedef struct kann_pointwise_gap_args {
     kann_tile tile;
     kann_ref x, w, bias, y;
@@ -326,6 +328,33 @@ typedef struct kann_pointwise_gap_args {
     uint32_t reserved; /* zero */
     kann_act act;
 } kann_pointwise_gap_args;
+
+/* pointwise_lanes: a 1x1 conv (stride 1, no padding, one group) with its bias, residual and
+ * activation, for small maps (7x7 to 14x14), where conv2d_packed's 32-pixel strips come out
+ * ragged (49 pixels: 32 + 17) and its rows of B misaligned:
+ *   y[m][p] = act(bias[m] + sum_{k < c_in} W[m][k] * x[k][p] + residual[m][p]),
+ * m < c_out, p < hw; x dense [c_in][hw], y and residual [c_out][hw] (residual optional), bias
+ * [c_out] (optional). Weights as pointwise_gap's, [block][c_in][KANN_GAP_BLOCK] with the output
+ * channels innermost, so a variant holds a block's channels in its vector lanes, broadcasts x,
+ * and turns the sums around at the store. Each y[m][p] is one sum over k in order, whatever the
+ * tile. Tile axes: 0 = output channels m (begin a multiple of KANN_GAP_BLOCK), 1 = pixels p. */
+typedef struct kann_pointwise_lanes_args {
+    kann_tile tile;
+    kann_ref x, w, bias, residual, y;
+    uint32_t c_in, c_out, hw;
+    uint32_t reserved; /* zero */
+    kann_act act;
+} kann_pointwise_lanes_args;
+
+/* The output channels [*m_begin, *m_end) and pixels [*p_begin, *p_end) of a's tile. */
+static inline void kann_pointwise_lanes_tile(const kann_pointwise_lanes_args *a, size_t *m_begin,
+                                             size_t *m_end, size_t *p_begin, size_t *p_end) {
+    int channels = a->tile.axis == 0;
+    *m_begin = channels ? a->tile.begin : 0;
+    *m_end = channels ? a->tile.end : a->c_out;
+    *p_begin = channels ? 0 : a->tile.begin;
+    *p_end = channels ? a->hw : a->tile.end;
+}
 
 /* conv2d_winograd: a 3x3, stride-1, dilation-1, group-1 conv of one image, by Winograd
  * F(e x e, 3x3) with output tiles of edge e = 2 or 4, its padding read in place:

@@ -68,6 +68,11 @@ uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *wor
         *work = share * a->hw * a->c_in;
         return KANN_GAP_BLOCK;
     }
+    case KANN_KERNEL_F32_POINTWISE_LANES: { /* blocks of output channels, or pixels */
+        const kann_pointwise_lanes_args *a = args;
+        *work = share * a->c_in * (t->axis == 0 ? (double)a->hw : (double)a->c_out);
+        return t->axis == 0 ? KANN_GAP_BLOCK : KANN_LANES_PIXEL_GRANULE;
+    }
     default:
         return 0;
     }

@@ -1,5 +1,7 @@
-/* f32_pool2d (max and average, padding, stride, dilation), f32_global_avgpool and
- * f32_pointwise_gap (a 1x1 conv, its activation and a global average pool). */
+/* f32_pool2d (max and average, padding, stride, dilation), f32_global_avgpool,
+ * f32_pointwise_gap (a 1x1 conv, its activation and a global average pool) and
+ * f32_pointwise_lanes (a 1x1 conv with its bias, residual and activation, the weights packed as
+ * pointwise_gap's). */
 
 /* Window taps along one axis counted for an output whose first tap is at `first`: those inside
  * [lower, upper). */
@@ -266,4 +268,32 @@ kernel void f32_pointwise_gap_groups(KANN_KERNEL_ARGS) {
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lane == 0 && m < TILE_END) OUT_REF(A_pointwise_gap_y)[m] = part[0] * (1.0f / (float)hw);
+}
+
+/* Both kernel styles. NDRange: (pixels, output channels) of the tile, one work-item per output
+ * y[m][p]: tile axis 0 is channels [begin, end) over every pixel, axis 1 pixels [begin, end) over
+ * every channel. Consecutive work-items take consecutive pixels (x and y contiguous). Each
+ * output is one sum over the input channels in order (the packed weights: [block of 32][c_in]
+ * [32]), then the bias, the residual and the activation, as the reference adds them. */
+kernel void f32_pointwise_lanes(KANN_KERNEL_ARGS) {
+    const uint c_in = U(A_pointwise_lanes_c_in), hw = U(A_pointwise_lanes_hw);
+    uint m_b = 0, m_e = U(A_pointwise_lanes_c_out), p_b = 0, p_e = hw;
+    if (TILE_AXIS == 0) {
+        m_b = TILE_BEGIN;
+        m_e = TILE_END;
+    } else {
+        p_b = TILE_BEGIN;
+        p_e = TILE_END;
+    }
+    const uint p = p_b + get_global_id(0), m = m_b + get_global_id(1);
+    if (p >= p_e || m >= m_e) return;
+    global const float *x = IN_REF(A_pointwise_lanes_x) + p;
+    global const float *w = IN_REF(A_pointwise_lanes_w) + (size_t)(m / 32) * c_in * 32 + m % 32;
+    float acc = 0.0f;
+    for (uint k = 0; k < c_in; k++)
+        acc = fma(w[(size_t)k * 32], x[(size_t)k * hw], acc);
+    if (REF_SPACE(A_pointwise_lanes_bias) != 0) acc += IN_REF(A_pointwise_lanes_bias)[m];
+    const size_t out = (size_t)m * hw + p;
+    if (REF_SPACE(A_pointwise_lanes_residual) != 0) acc += IN_REF(A_pointwise_lanes_residual)[out];
+    OUT_REF(A_pointwise_lanes_y)[out] = kann_act(ACT_ARGS(pointwise_lanes), acc);
 }

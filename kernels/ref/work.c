@@ -22,6 +22,10 @@ double kann_record_macs(uint32_t kernel, const void *args) {
         double k = (double)a->c_in * a->k_h * a->k_w;
         return share(&a->tile, 0, a->c_out) * share(&a->tile, 1, a->h_out * a->w_out) * k;
     }
+    case KANN_KERNEL_F32_POINTWISE_LANES: {
+        const kann_pointwise_lanes_args *a = args;
+        return share(&a->tile, 0, a->c_out) * share(&a->tile, 1, a->hw) * a->c_in;
+    }
     case KANN_KERNEL_F32_POINTWISE_GAP: {
         const kann_pointwise_gap_args *a = args;
         return share(&a->tile, 0, a->c_out) * a->hw * a->c_in;

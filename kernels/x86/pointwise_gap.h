@@ -1,18 +1,25 @@
-/* f32_pointwise_gap written once over vec_math.h's width-neutral vectors: a block's 32 output
- * channels in the lanes of GAP_NV vectors and GAP_PX pixels at a time, so that per input channel
- * the block's weights are GAP_NV loads (its packed row) and each pixel one broadcast of x, and
- * the activated sums of a pixel group go straight into the block's totals: the conv's output
- * is never stored. pointwise_gap_avx512.c and pointwise_gap_avx2.c define KANN_VEC_BITS and
- * GAP_ENTRY (the entry point's name) and include this file. Other summation order than the
- * reference (kernels/ref/pointwise_gap.c): the pixels in groups, the groups' totals added. */
-#ifndef GAP_ENTRY
-#error "define KANN_VEC_BITS and GAP_ENTRY first"
+/* f32_pointwise_gap and f32_pointwise_lanes written once over vec_math.h's width-neutral
+ * vectors: a block's 32 output channels in the lanes of GAP_NV vectors and GAP_PX pixels at a
+ * time, so that per input channel the block's weights are GAP_NV loads (its packed row) and each
+ * pixel one broadcast of x. pointwise_gap adds the activated sums of a pixel group straight into
+ * the block's totals (the conv's output is never stored); pointwise_lanes turns them around
+ * into the output's channel rows at the store, with the bias, residual and activation.
+ * pointwise_gap_avx512.c and pointwise_gap_avx2.c define KANN_VEC_BITS, GAP_ENTRY and
+ * LANES_ENTRY (the entry points' names) and include this file. Other summation order than the
+ * reference (kernels/ref/pointwise_gap.c): the pixels in groups, the groups' totals added;
+ * pointwise_lanes sums as its reference does (kernels/ref/pointwise_lanes.c), one FMA chain per
+ * output over k in order. */
+#if !defined(GAP_ENTRY) || !defined(LANES_ENTRY)
+#error "define KANN_VEC_BITS, GAP_ENTRY and LANES_ENTRY first"
 #endif
 
 #include "kann_x86.h"
 #include "ref/act.h"
 #include "vec_math.h"
 #include "simd_act.h"
+#if KANN_VEC_BITS == 512
+#include "transpose_avx512.h"
+#endif
 
 /* Vectors of a block, and pixels per group at most: 24 accumulators of 16 lanes (12 pixels), 12
  * of 8 (3 pixels; AVX2's 16 registers hold them with the block's four weight vectors). A block
@@ -31,6 +38,11 @@ typedef struct gap_block {
     const float *pf;
     size_t c_in, hw;
     vf bias[GAP_NV], lo, hi; /* hi and lo (the clamp's with clamp): vf_act's bounds */
+    /* pointwise_lanes: the bias of each channel (NULL: none), the block's first channel's row
+     * of y and of the residual (NULL: none), and the block's channel count */
+    const float *bias_m, *res;
+    float *y;
+    size_t n;
     const kann_act *act;
     int vec_act, clamp;
 } gap_block;
@@ -61,10 +73,57 @@ static __attribute__((noinline)) void gap_store(const gap_block *b, const vf *c,
             total[v] = vf_add(total[v], gap_act(b, vf_add(c[r * nv + v], b->bias[v])));
 }
 
-/* NP pixels of the block's first NV vectors (NP * NV <= GAP_ACC): their sums over the input
- * channels, activated and added to total. */
+/* t + bias, residual and activation of pointwise_lanes: n lanes of channel row row (its pixels
+ * from p0) of the block. */
+static inline vf lanes_epilogue(const gap_block *b, vf t, size_t row, size_t p0, size_t n) {
+    if (b->bias_m) t = vf_add(t, vf_set1(b->bias_m[row]));
+    if (b->res) t = vf_add(t, vf_load_n(b->res + row * b->hw + p0, n));
+    return b->clamp ? vf_min(b->hi, vf_max(b->lo, t)) : gap_act(b, t);
+}
+
+/* The np pixels' sums c ([np][nv]) of pointwise_lanes, the first at pixel p0, turned into the
+ * block's channel rows of y: a call of its own, as gap_store. AVX-512 transposes 16 pixels by 16
+ * channels in registers; the others stage the sums and read each channel's pixels back. */
+static __attribute__((noinline)) void lanes_store(const gap_block *b, const vf *c, int np, int nv,
+                                                  size_t p0) {
+#if KANN_VEC_BITS == 512
+    for (int q0 = 0; q0 < np; q0 += 16) {
+        int nq = np - q0 < 16 ? np - q0 : 16;
+        for (int v = 0; v < nv && (size_t)v * 16 < b->n; v++) {
+            __m512 r[16];
+            for (int q = 0; q < 16; q++)
+                r[q] = q < nq ? c[(q0 + q) * nv + v] : _mm512_setzero_ps();
+            kann_transpose16_ps(r);
+            size_t rows = b->n - (size_t)v * 16 < 16 ? b->n - (size_t)v * 16 : 16;
+            for (size_t j = 0; j < rows; j++) {
+                size_t row = (size_t)v * 16 + j, at = p0 + (size_t)q0;
+                vf_store_n(b->y + row * b->hw + at, lanes_epilogue(b, r[j], row, at, (size_t)nq),
+                           (size_t)nq);
+            }
+        }
+    }
+#else
+    float t[GAP_PX * 2 * KANN_GAP_BLOCK];
+    for (int i = 0; i < np * nv; i++)
+        vf_store(t + (size_t)i * KANN_VL, c[i]);
+    size_t ld = (size_t)nv * KANN_VL; /* floats per pixel in t */
+    for (size_t row = 0; row < b->n && row < ld; row++)
+        for (int q0 = 0; q0 < np; q0 += KANN_VL) {
+            size_t nq = (size_t)(np - q0 < KANN_VL ? np - q0 : KANN_VL);
+            float l[KANN_VL] = {0};
+            for (size_t q = 0; q < nq; q++)
+                l[q] = t[((size_t)q0 + q) * ld + row];
+            size_t at = p0 + (size_t)q0;
+            vf_store_n(b->y + row * b->hw + at, lanes_epilogue(b, vf_load(l), row, at, nq), nq);
+        }
+#endif
+}
+
+/* NP pixels of the block's first NV vectors (NP * NV <= GAP_ACC), the first at pixel p0: their
+ * sums over the input channels, activated and added to total (GAP) or stored (pointwise_lanes). */
 static inline __attribute__((always_inline)) void gap_pixels(const gap_block *b, const float *x,
-                                                             vf total[GAP_NV], int NP, int NV) {
+                                                             vf total[GAP_NV], int NP, int NV,
+                                                             int GAP, size_t p0) {
     vf c[GAP_ACC];
 #pragma GCC unroll 24
     for (int i = 0; i < NP * NV; i++)
@@ -89,62 +148,74 @@ static inline __attribute__((always_inline)) void gap_pixels(const gap_block *b,
                 c[r * NV + v] = vf_fmadd(xv, wv[v], c[r * NV + v]);
         }
     }
-    gap_store(b, c, NP, NV, total);
+    if (GAP)
+        gap_store(b, c, NP, NV, total);
+    else
+        lanes_store(b, c, NP, NV, p0);
 }
 
-/* A group of np pixels (1 to GAP_PX) over the whole block. */
+/* A group of np pixels (1 to GAP_PX) over the whole block, or (half) of 1 to 2 GAP_PX pixels
+ * over the first half of its vectors; each count a copy of its own. */
+#define GAP_CASE(N, NV) \
+    case N: gap_pixels(b, x, total, N, NV, GAP, p0); break;
+#if GAP_PX == 12
+#define GAP_CASES_4_TO_12(NV) GAP_CASE(12, NV) GAP_CASE(11, NV) GAP_CASE(10, NV) GAP_CASE(9, NV) \
+    GAP_CASE(8, NV) GAP_CASE(7, NV) GAP_CASE(6, NV) GAP_CASE(5, NV) GAP_CASE(4, NV)
+#define GAP_CASES_13_TO_24(NV) GAP_CASE(24, NV) GAP_CASE(23, NV) GAP_CASE(22, NV) \
+    GAP_CASE(21, NV) GAP_CASE(20, NV) GAP_CASE(19, NV) GAP_CASE(18, NV) GAP_CASE(17, NV) \
+    GAP_CASE(16, NV) GAP_CASE(15, NV) GAP_CASE(14, NV) GAP_CASE(13, NV)
+#define GAP_CASES_FULL GAP_CASES_4_TO_12(GAP_NV) GAP_CASE(3, GAP_NV) GAP_CASE(2, GAP_NV)
+#define GAP_CASES_HALF GAP_CASES_13_TO_24(GAP_NV / 2) GAP_CASES_4_TO_12(GAP_NV / 2) \
+    GAP_CASE(3, GAP_NV / 2) GAP_CASE(2, GAP_NV / 2)
+#else
+#define GAP_CASES_FULL GAP_CASE(3, GAP_NV) GAP_CASE(2, GAP_NV)
+#define GAP_CASES_HALF GAP_CASE(6, GAP_NV / 2) GAP_CASE(5, GAP_NV / 2) GAP_CASE(4, GAP_NV / 2) \
+    GAP_CASE(3, GAP_NV / 2) GAP_CASE(2, GAP_NV / 2)
+#endif
+
 static __attribute__((noinline)) void gap_group(const gap_block *b, const float *x,
-                                                vf total[GAP_NV], size_t np) {
-    switch (np) {
-#if GAP_PX == 12
-    case 12: gap_pixels(b, x, total, 12, GAP_NV); break;
-    case 11: gap_pixels(b, x, total, 11, GAP_NV); break;
-    case 10: gap_pixels(b, x, total, 10, GAP_NV); break;
-    case 9: gap_pixels(b, x, total, 9, GAP_NV); break;
-    case 8: gap_pixels(b, x, total, 8, GAP_NV); break;
-    case 7: gap_pixels(b, x, total, 7, GAP_NV); break;
-    case 6: gap_pixels(b, x, total, 6, GAP_NV); break;
-    case 5: gap_pixels(b, x, total, 5, GAP_NV); break;
-    case 4: gap_pixels(b, x, total, 4, GAP_NV); break;
-#endif
-    case 3: gap_pixels(b, x, total, 3, GAP_NV); break;
-    case 2: gap_pixels(b, x, total, 2, GAP_NV); break;
-    default: gap_pixels(b, x, total, 1, GAP_NV); break;
+                                                vf total[GAP_NV], size_t np, int half, int GAP,
+                                                size_t p0) {
+    if (half) {
+        switch (np) {
+            GAP_CASES_HALF
+        default: gap_pixels(b, x, total, 1, GAP_NV / 2, GAP, p0); break;
+        }
+    } else {
+        switch (np) {
+            GAP_CASES_FULL
+        default: gap_pixels(b, x, total, 1, GAP_NV, GAP, p0); break;
+        }
     }
 }
 
-/* A group of np pixels (1 to 2 GAP_PX) over the first half of the block's vectors. */
-static __attribute__((noinline)) void gap_half_group(const gap_block *b, const float *x,
-                                                     vf total[GAP_NV], size_t np) {
-    enum { H = GAP_NV / 2 };
-    switch (np) {
-#if GAP_PX == 12
-    case 24: gap_pixels(b, x, total, 24, H); break;
-    case 23: gap_pixels(b, x, total, 23, H); break;
-    case 22: gap_pixels(b, x, total, 22, H); break;
-    case 21: gap_pixels(b, x, total, 21, H); break;
-    case 20: gap_pixels(b, x, total, 20, H); break;
-    case 19: gap_pixels(b, x, total, 19, H); break;
-    case 18: gap_pixels(b, x, total, 18, H); break;
-    case 17: gap_pixels(b, x, total, 17, H); break;
-    case 16: gap_pixels(b, x, total, 16, H); break;
-    case 15: gap_pixels(b, x, total, 15, H); break;
-    case 14: gap_pixels(b, x, total, 14, H); break;
-    case 13: gap_pixels(b, x, total, 13, H); break;
-    case 12: gap_pixels(b, x, total, 12, H); break;
-    case 11: gap_pixels(b, x, total, 11, H); break;
-    case 10: gap_pixels(b, x, total, 10, H); break;
-    case 9: gap_pixels(b, x, total, 9, H); break;
-    case 8: gap_pixels(b, x, total, 8, H); break;
-    case 7: gap_pixels(b, x, total, 7, H); break;
-#endif
-    case 6: gap_pixels(b, x, total, 6, H); break;
-    case 5: gap_pixels(b, x, total, 5, H); break;
-    case 4: gap_pixels(b, x, total, 4, H); break;
-    case 3: gap_pixels(b, x, total, 3, H); break;
-    case 2: gap_pixels(b, x, total, 2, H); break;
-    default: gap_pixels(b, x, total, 1, H); break;
+/* The pixels [p_begin, p_end) of a block in groups as even as the most a group holds allows:
+ * a last group of one pixel ran at a quarter of the FMA rate (two chains of dependent FMAs).
+ * The next block's weights (next: any) are prefetched by the first group. */
+static void gap_block_pixels(gap_block *b, const float *x, size_t p_begin, size_t p_end,
+                             int next, vf total[GAP_NV]) {
+    int half = b->n <= KANN_GAP_BLOCK / 2;
+    size_t most = half ? 2 * GAP_PX : GAP_PX, count = p_end - p_begin;
+    size_t groups = (count + most - 1) / most, size = count / groups, more = count % groups;
+    for (size_t g = 0, p0 = p_begin; g < groups; g++) {
+        size_t np = size + (g < more);
+        b->pf = g == 0 && next ? b->w + KANN_GAP_BLOCK * b->c_in : NULL;
+        gap_group(b, x + p0, total, np, half, total != NULL, p0);
+        p0 += np;
     }
+}
+
+/* What both kernels set up alike. */
+static void gap_block_init(gap_block *b, uint32_t c_in, uint32_t hw, const kann_act *act) {
+    b->c_in = c_in;
+    b->hw = hw;
+    b->act = act;
+    b->vec_act = kann_act_vectorizes(act);
+    b->clamp = kann_act_is_clamp(act);
+    b->lo = vf_set1(kann_act_store_lo(act, b->clamp));
+    b->hi = vf_set1(kann_act_hi(act));
+    b->bias_m = b->res = NULL;
+    b->y = NULL;
 }
 
 /* Lanes of vector v of a block holding n channels. */
@@ -160,13 +231,7 @@ void GAP_ENTRY(const void *args, const kann_exec *ex) {
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     float *y = kann_mref(ex, a->y);
     gap_block b;
-    b.c_in = a->c_in;
-    b.hw = a->hw;
-    b.act = &a->act;
-    b.vec_act = kann_act_vectorizes(&a->act);
-    b.clamp = kann_act_is_clamp(&a->act);
-    b.lo = vf_set1(kann_act_store_lo(&a->act, b.clamp));
-    b.hi = vf_set1(kann_act_hi(&a->act));
+    gap_block_init(&b, a->c_in, a->hw, &a->act);
     vf inv = vf_set1(1.0f / (float)a->hw);
     for (size_t m0 = a->tile.begin; m0 < a->tile.end; m0 += KANN_GAP_BLOCK) {
         size_t n = a->tile.end - m0 < KANN_GAP_BLOCK ? a->tile.end - m0 : KANN_GAP_BLOCK;
@@ -178,24 +243,32 @@ void GAP_ENTRY(const void *args, const kann_exec *ex) {
                                       : vf_set1(0.0f);
             total[v] = vf_set1(0.0f);
         }
-        /* The pixels in groups as even as the most a group holds allows: a last group of
-         * one pixel ran at a quarter of the FMA rate (two chains of dependent FMAs). */
-        int half = n <= KANN_GAP_BLOCK / 2;
-        size_t most = half ? 2 * GAP_PX : GAP_PX;
-        size_t groups = (b.hw + most - 1) / most, size = b.hw / groups, more = b.hw % groups;
-        for (size_t g = 0, p0 = 0; g < groups; g++) {
-            size_t np = size + (g < more);
-            int next = g == 0 && m0 + KANN_GAP_BLOCK < a->tile.end;
-            b.pf = next ? b.w + KANN_GAP_BLOCK * b.c_in : NULL;
-            if (half)
-                gap_half_group(&b, x + p0, total, np);
-            else
-                gap_group(&b, x + p0, total, np);
-            p0 += np;
-        }
+        b.n = n;
+        gap_block_pixels(&b, x, 0, b.hw, m0 + KANN_GAP_BLOCK < a->tile.end, total);
         for (int v = 0; v < GAP_NV; v++) {
             size_t lanes = gap_lanes(n, v);
             if (lanes) vf_store_n(y + m0 + (size_t)v * KANN_VL, vf_mul(total[v], inv), lanes);
         }
+    }
+}
+
+void LANES_ENTRY(const void *args, const kann_exec *ex) {
+    const kann_pointwise_lanes_args *a = args;
+    if (a->tile.begin >= a->tile.end) return;
+    const float *x = kann_cref(ex, a->x), *w = kann_cref(ex, a->w);
+    gap_block b;
+    gap_block_init(&b, a->c_in, a->hw, &a->act);
+    size_t m_begin, m_end, p_begin, p_end;
+    kann_pointwise_lanes_tile(a, &m_begin, &m_end, &p_begin, &p_end);
+    const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
+    const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
+    float *y = kann_mref(ex, a->y);
+    for (size_t m0 = m_begin; m0 < m_end; m0 += KANN_GAP_BLOCK) {
+        b.n = m_end - m0 < KANN_GAP_BLOCK ? m_end - m0 : KANN_GAP_BLOCK;
+        b.w = w + m0 * b.c_in;
+        b.bias_m = bias ? bias + m0 : NULL;
+        b.res = res ? res + m0 * b.hw : NULL;
+        b.y = y + m0 * b.hw;
+        gap_block_pixels(&b, x, p_begin, p_end, m0 + KANN_GAP_BLOCK < m_end, NULL);
     }
 }

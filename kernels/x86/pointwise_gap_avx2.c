@@ -2,4 +2,5 @@
  * accumulators). */
 #define KANN_VEC_BITS 256
 #define GAP_ENTRY kann_f32_pointwise_gap_avx2
+#define LANES_ENTRY kann_f32_pointwise_lanes_avx2
 #include "pointwise_gap.h"

@@ -2,4 +2,5 @@
  * 24 accumulators). */
 #define KANN_VEC_BITS 512
 #define GAP_ENTRY kann_f32_pointwise_gap_avx512
+#define LANES_ENTRY kann_f32_pointwise_lanes_avx512
 #include "pointwise_gap.h"

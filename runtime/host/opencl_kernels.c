@@ -431,6 +431,14 @@ kann_status kann_ocl_plan_launch(uint32_t kernel_id, const void *args, cl_device
             l->local[0] = 64;
         }
         return KANN_OK;
+    case KANN_KERNEL_F32_POINTWISE_LANES: {
+        /* both styles: a work-item per output, (pixels, output channels) of the tile (pool.cl) */
+        const kann_pointwise_lanes_args *a = args;
+        size_t pixels = t->axis == 1 ? tile_len : a->hw,
+               channels = t->axis == 0 ? tile_len : a->c_out;
+        simple_launch(l, "f32_pointwise_lanes", pixels, channels, 1);
+        return KANN_OK;
+    }
     case KANN_KERNEL_F32_SOFTMAX: {
         const kann_softmax_args *a = args;
         simple_launch(l, "f32_softmax", a->inner, a->axis_len ? tile_len : 0, 1);

@@ -347,6 +347,51 @@ def head_gap_cases():
     yield head("head_gap_target_opencl", 84, 32, 40, 7, opts=("--target", "opencl"))
 
 
+def pointwise_lanes_cases():
+    """1x1 convs over small maps with a long reduction, one f32_pointwise_lanes record each: a
+    7x7 map with ragged blocks of output channels (70), ReLU6 and a residual add; a 14x14 map
+    without a bias; an inverted residual block's projection after a depthwise conv (on two
+    streams summed across them, each stream's part a pointwise_lanes call); with --target opencl,
+    or over a 28x28 map, or with a short reduction, a conv2d_packed call instead."""
+    def pw(name, seed, c_in, c_out, hw, act="Relu", bias=True, residual=False, dw=False,
+           expect="f32_pointwise_lanes x1", opts=()):
+        r = rng(seed)
+        inits = [const("W", randn(r, c_out, c_in, 1, 1, scale=0.2))]
+        ins = ["xd" if dw else "x", "W"]
+        nodes = []
+        if dw:
+            inits.append(const("Wd", randn(r, c_in, 1, 3, 3, scale=0.5)))
+            nodes.append(helper.make_node("Conv", ["x", "Wd"], ["xd"], name="dw", group=c_in,
+                                          pads=[1, 1, 1, 1]))
+        if bias:
+            inits.append(const("B", randn(r, c_out)))
+            ins.append("B")
+        nodes.append(helper.make_node("Conv", ins, ["c"], name="pw"))
+        out = "c"
+        feeds = {"x": randn(r, 1, c_in, hw, hw)}
+        inputs = [vi("x", [1, c_in, hw, hw])]
+        if residual:
+            nodes.append(helper.make_node("Add", ["c", "s"], ["cs"], name="res"))
+            feeds["s"] = randn(r, 1, c_out, hw, hw)
+            inputs.append(vi("s", [1, c_out, hw, hw]))
+            out = "cs"
+        if act == "Relu":
+            nodes.append(helper.make_node("Relu", [out], ["y"], name="act"))
+        else:
+            inits += [const("lo", np.array(0.0, np.float32)), const("hi", np.array(6.0, np.float32))]
+            nodes.append(helper.make_node("Clip", [out, "lo", "hi"], ["y"], name="act"))
+        return name, model(nodes, inputs, [vi("y", None)], inits), feeds, \
+            list(opts) + ["--expect-summary", expect]
+    yield pw("pointwise_lanes_7x7", 90, 96, 70, 7, act="Clip", residual=True)
+    yield pw("pointwise_lanes_14x14", 91, 128, 40, 14, bias=False)
+    yield pw("pointwise_lanes_projection", 92, 192, 40, 7, dw=True, residual=True,
+             expect="f32_pointwise_lanes x")
+    yield pw("pointwise_lanes_target_opencl", 93, 96, 48, 7, opts=("--target", "opencl"),
+             expect="f32_conv2d_packed x1")
+    yield pw("pointwise_lanes_28x28", 94, 96, 48, 28, expect="f32_conv2d_packed x1")
+    yield pw("pointwise_lanes_short", 95, 32, 48, 7, expect="f32_conv2d_packed x1")
+
+
 def gelu_cases():
     """GELU written as its Erf formula x * (1 + erf(x / sqrt(2))) * 0.5 after a conv: the
     formula's three placements of the half and both forms of the scale become the conv's
@@ -546,6 +591,7 @@ def all_cases():
     yield from pool_cases()
     yield from stem_pool_cases()
     yield from head_gap_cases()
+    yield from pointwise_lanes_cases()
     yield from gelu_cases()
     yield from gemm_cases()
     yield from eltwise_cases()

@@ -26,7 +26,8 @@ rows = [l.split() for l in out if " f32_" in l]
 layers = [r for r in rows if r[1] != "f32_binary"]
 for i, r in enumerate(rows):
     if r[1] == "f32_binary":  # the sum of a projection's partials: its conv's node
-        assert i > 0 and rows[i - 1][0] == r[0] and rows[i - 1][1] == "f32_conv2d_packed", r
+        assert i > 0 and rows[i - 1][0] == r[0], r
+        assert rows[i - 1][1] in ("f32_conv2d_packed", "f32_pointwise_lanes"), r
 total = [l.split() for l in out if l.startswith("total ")]
 assert total, "no total row"
 # the layers kann-c keeps: every Conv (activations fused), the pooling and the classifier; a

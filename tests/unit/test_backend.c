@@ -280,7 +280,8 @@ static uint32_t tile_axis(const kc_schedule *s, int ci) {
  * conv reads the depthwise output where it was written (split along channels, as the balance
  * alone chose, it read half of 1.8 MB from the other core); depthwise tiles (a 28x28 map too)
  * meet on cache lines; a batch-1 Gemm splits its output columns (one row) even though each
- * stream then reads only part of the weights; 1x1 convs over 7x7 maps split along channels. */
+ * stream then reads only part of the weights; 1x1 convs over 7x7 maps (f32_pointwise_lanes) split
+ * along channels. */
 static void test_schedule_cost_model(void **state) {
     (void)state;
     kc_graph *g = graph_opset13();
@@ -331,6 +332,11 @@ static void test_schedule_cost_model(void **state) {
                 assert_int_equal(axis, 0);
                 seen_small++;
             }
+        } else if (c->kernel == KANN_KERNEL_F32_POINTWISE_LANES) {
+            const kann_pointwise_lanes_args *a = c->args;
+            assert_int_equal(a->hw, 49);
+            assert_int_equal(axis, 0);
+            seen_small++;
         } else if (c->kernel == KANN_KERNEL_F32_DWCONV2D) {
             const kann_conv2d_args *a = c->args;
             /* rows of the tile and whole planes: 16 floats to a line */

@@ -125,6 +125,8 @@ static void check_only_y_written(const float *y, size_t n) {
 /* Where run_tiled may cut a tile axis: multiples of this (a kernel whose tiles begin on
  * blocks sets it for its test). */
 static uint32_t tile_granule = 1;
+/* The same for tile axis 1 where it differs (0: tile_granule). */
+static uint32_t tile_granule_axis1 = 0;
 
 /* Runs fn (a variant of kernel id) on args over [0, extent) of a tile axis, as 1 to 5
  * complementary tiles (some possibly empty, cut at multiples of tile_granule) in random order;
@@ -139,8 +141,9 @@ static void run_tiled(kann_kernel_id id, kann_kernel_fn fn, const void *args, ui
     uint32_t n_tiles = rng_range(1, 5);
     cuts[0] = 0;
     cuts[n_tiles] = extent;
+    uint32_t granule = axis == 1 && tile_granule_axis1 ? tile_granule_axis1 : tile_granule;
     for (uint32_t i = 1; i < n_tiles; i++)
-        cuts[i] = rng_range(0, extent) / tile_granule * tile_granule;
+        cuts[i] = rng_range(0, extent) / granule * granule;
     for (uint32_t i = 1; i < n_tiles; i++) /* insertion sort of the inner cuts */
         for (uint32_t j = i; j > 1 && cuts[j - 1] > cuts[j]; j--) {
             uint32_t t = cuts[j];
@@ -1003,6 +1006,57 @@ static void test_pointwise_gap(void **state) {
     tile_granule = 1;
 }
 
+/* pointwise_lanes against the conv, its bias, residual and activation in double: every group
+ * size of both kinds of block (a block of 32 channels, 1 to 12 pixels a group on AVX-512; a
+ * last block of at most 16, 1 to 24), ragged blocks (c_out past a multiple of 32), maps past
+ * 16 pixels (the AVX-512 store's transposes), every activation, with and without a bias and a
+ * residual, cut into tiles on whole blocks of channels or anywhere along the pixels. */
+static void test_pointwise_lanes(void **state) {
+    (void)state;
+    rng_seed(43);
+    tile_granule = KANN_GAP_BLOCK;
+    tile_granule_axis1 = 1;
+    for (int i = 0; i < 200; i++) {
+        mem_reset();
+        kann_pointwise_lanes_args a = {0};
+        a.c_in = PICK(1, 3, 17, 64);
+        a.c_out = PICK(1, 5, 16, 17, 31, 32, 33, 48, 70);
+        a.hw = PICK(1, 2, 7, 12, 13, 24, 25, 37, 48, 49, 169);
+        if (i < 48) {
+            a.c_out = i % 2 ? 48 : 16;
+            a.hw = 1 + i / 2;
+        }
+        a.act = random_act();
+        uint32_t blocks = (a.c_out + KANN_GAP_BLOCK - 1) / KANN_GAP_BLOCK;
+        size_t n = (size_t)a.c_out * a.hw;
+        float *x, *w, *bias = NULL, *res = NULL, *y;
+        a.x = mem_put_random(random_input_space(), (size_t)a.c_in * a.hw, -1, 1, &x);
+        a.w = mem_put_random(random_input_space(), (size_t)blocks * a.c_in * KANN_GAP_BLOCK, -1,
+                             1, &w);
+        if (rng_range(0, 2)) a.bias = mem_put_random(random_input_space(), a.c_out, -1, 1, &bias);
+        if (rng_range(0, 2)) a.residual = mem_put_random(KANN_SPACE_ARENA, n, -1, 1, &res);
+        a.y = mem_put(KANN_SPACE_ARENA, n, &y);
+        double *expected = malloc(n * sizeof(double));
+        assert_non_null(expected);
+        for (size_t m = 0; m < a.c_out; m++) {
+            const float *wm = w + (m / KANN_GAP_BLOCK) * a.c_in * KANN_GAP_BLOCK + m % 32;
+            for (size_t p = 0; p < a.hw; p++) {
+                double acc = bias ? bias[m] : 0.0;
+                for (size_t k = 0; k < a.c_in; k++)
+                    acc += (double)wm[k * KANN_GAP_BLOCK] * x[k * a.hw + p];
+                if (res) acc += res[m * a.hw + p];
+                expected[m * a.hw + p] = ref_act(&a.act, acc);
+            }
+        }
+        uint32_t extents[2] = {a.c_out, a.hw};
+        run_and_check(KANN_KERNEL_F32_POINTWISE_LANES, &a, extents, y, expected, n,
+                      "pointwise_lanes", i);
+        free(expected);
+    }
+    tile_granule = 1;
+    tile_granule_axis1 = 0;
+}
+
 /* ---- softmax, copy ------------------------------------------------------------------------ */
 
 static void test_softmax(void **state) {
@@ -1199,6 +1253,19 @@ static void build_global_avgpool(void *args) {
     a->x = mem_put_random(KANN_SPACE_ARENA, 36, -1, 1, &p);
     a->y = mem_put(KANN_SPACE_ARENA, 4, &p);
     a->tile = (kann_tile){0, 1, 4, 0};
+}
+
+static void build_pointwise_lanes(void *args) {
+    kann_pointwise_lanes_args *a = args;
+    float *p;
+    *a = (kann_pointwise_lanes_args){0};
+    a->c_in = 3, a->c_out = 40, a->hw = 5;
+    a->x = mem_put_random(KANN_SPACE_ARENA, 15, -1, 1, &p);
+    a->w = mem_put_random(KANN_SPACE_CONST, 2 * 3 * KANN_GAP_BLOCK, -1, 1, &p);
+    a->bias = mem_put_random(KANN_SPACE_CONST, 40, -1, 1, &p);
+    a->residual = mem_put_random(KANN_SPACE_ARENA, 200, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 200, &p);
+    a->tile = (kann_tile){1, 1, 4, 0};
 }
 
 static void build_pointwise_gap(void *args) {
@@ -1448,6 +1515,23 @@ static const family_case families[] = {
       {"channels past the weights' blocks", {P(kann_pointwise_gap_args, c_out, 70), END}},
       {"pixels past the arena", {P(kann_pointwise_gap_args, hw, 0x100000), END}},
       {NULL, {END}}}},
+    {KANN_KERNEL_F32_POINTWISE_LANES,
+     build_pointwise_lanes,
+     {offsetof(kann_pointwise_lanes_args, x), offsetof(kann_pointwise_lanes_args, w),
+      offsetof(kann_pointwise_lanes_args, bias), offsetof(kann_pointwise_lanes_args, residual),
+      offsetof(kann_pointwise_lanes_args, y), NO_FIELD},
+     offsetof(kann_pointwise_lanes_args, y),
+     offsetof(kann_pointwise_lanes_args, act),
+     {{"reserved field", {P(kann_pointwise_lanes_args, reserved, 1), END}},
+      {"no input channels", {P(kann_pointwise_lanes_args, c_in, 0), END}},
+      {"no pixels", {P(kann_pointwise_lanes_args, hw, 0), END}},
+      {"pixel tile past hw", {P(kann_pointwise_lanes_args, tile.end, 6), END}},
+      {"channel tile begin inside a block",
+       {P(kann_pointwise_lanes_args, tile.axis, 0), P(kann_pointwise_lanes_args, tile.begin, 31),
+        P(kann_pointwise_lanes_args, tile.end, 40), END}},
+      {"channels past the weights' blocks", {P(kann_pointwise_lanes_args, c_out, 70), END}},
+      {"pixels past the arena", {P(kann_pointwise_lanes_args, hw, 0x100000), END}},
+      {NULL, {END}}}},
 };
 
 static void set_u32(void *args, size_t offset, uint32_t v) {
@@ -1684,6 +1768,7 @@ int main(void) {
         cmocka_unit_test(test_pool2d_huge_padding),
         cmocka_unit_test(test_global_avgpool),
         cmocka_unit_test(test_pointwise_gap),
+        cmocka_unit_test(test_pointwise_lanes),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_copy),
         cmocka_unit_test(test_pad2d),

@@ -4,7 +4,9 @@
  * stride, dilation and padding (depthwise: the blocks of 4 output rows; conv2d_packed over 128
  * or more reduction steps: the CPU style's channels in the lanes); rows and planes of
  * ragged lengths, tiles of channels and of pixels, bias, residual and every activation (PoCL in
- * CI). Skipped without an OpenCL device. */
+ * CI). f32_pointwise_lanes against a double-precision reference computed here (ragged blocks of
+ * 32 output channels, 7x7 and 14x14 maps and others). Skipped without an OpenCL device. */
+#include <float.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -196,6 +198,185 @@ static void conv2d_case(uint64_t seed, int kind, int depthwise) {
     kt_free(&k);
 }
 
+/* ---- f32_pointwise_lanes against a double-precision reference ------------------------------ */
+
+/* act in double (kann_act_kind, kernels/kann_kernels.h) */
+static double act_double(const kann_act *a, double x) {
+    double alpha = a->alpha, beta = a->beta;
+    switch (a->kind) {
+    case KANN_ACT_RELU:
+        return x < 0.0 ? 0.0 : x;
+    case KANN_ACT_CLIP:
+        return x < alpha ? alpha : x > beta ? beta : x;
+    case KANN_ACT_LEAKY_RELU:
+        return x < 0.0 ? alpha * x : x;
+    case KANN_ACT_SIGMOID:
+        return 1.0 / (1.0 + exp(-x));
+    case KANN_ACT_HARD_SIGMOID:
+        return fmax(0.0, fmin(1.0, alpha * x + beta));
+    case KANN_ACT_HARD_SWISH:
+        return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
+    case KANN_ACT_TANH:
+        return tanh(x);
+    case KANN_ACT_ELU:
+        return x < 0.0 ? alpha * expm1(x) : x;
+    case KANN_ACT_SELU:
+        return beta * (x <= 0.0 ? alpha * expm1(x) : x);
+    case KANN_ACT_CELU:
+        return fmax(0.0, x) + fmin(0.0, alpha * expm1(x / alpha));
+    case KANN_ACT_SOFTPLUS:
+        return x > 0.0 ? x + log1p(exp(-x)) : log1p(exp(x));
+    case KANN_ACT_SOFTSIGN:
+        return x / (1.0 + fabs(x));
+    case KANN_ACT_THRESHOLDED_RELU:
+        return x > alpha ? x : 0.0;
+    case KANN_ACT_GELU:
+        return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case KANN_ACT_GELU_TANH:
+        return 0.5 * x *
+               (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case KANN_ACT_MISH:
+        return x * tanh(x > 0.0 ? x + log1p(exp(-x)) : log1p(exp(x)));
+    case KANN_ACT_SILU:
+        return x / (1.0 + exp(-x));
+    default:
+        return x;
+    }
+}
+
+/* A bound on |act'| for a's parameters (alpha in [0.2, 1.2], beta up to 3.2: random_act). */
+static double act_slope(const kann_act *a) {
+    double alpha = fabs(a->alpha), beta = fabs(a->beta);
+    switch (a->kind) {
+    case KANN_ACT_HARD_SIGMOID:
+    case KANN_ACT_LEAKY_RELU:
+    case KANN_ACT_ELU:
+        return alpha > 1.0 ? alpha : 1.0;
+    case KANN_ACT_SELU:
+        return beta * (alpha > 1.0 ? alpha : 1.0);
+    default:
+        return 1.5; /* hard swish's 1.5; the others at most 1.13 */
+    }
+}
+
+/* One f32_pointwise_lanes record in kt_style on the device, against y in double: the tile's
+ * outputs within the float sum's error bound (the input channels' terms, bias and residual:
+ * (c_in + 3) eps times the sum of their magnitudes, through act's slope), every other byte of
+ * the arena (y outside the tile too) unchanged. */
+static void pointwise_lanes_check(kt *k, const kann_pointwise_lanes_args *a) {
+    const uint32_t kernel = KANN_KERNEL_F32_POINTWISE_LANES;
+    kann_bounds b = {(k->arena.used + 63) / 64 * 64, (k->consts.used + 63) / 64 * 64};
+    kann_error e;
+    if (kann_kernels[kernel].validate(a, &b, &e) != KANN_OK)
+        fail_msg("the test built invalid pointwise_lanes arguments: %s", e.message);
+    size_t arena_size = (size_t)b.arena_size, const_size = (size_t)b.const_size;
+    kann_ocl_launch l;
+    if (kann_ocl_plan_launch(kernel, a, kt_style, &l, &e) != KANN_OK)
+        fail_msg("plan: %s", e.message);
+    uint8_t *got = malloc(arena_size);
+    assert_non_null(got);
+    memcpy(got, k->arena.data, arena_size);
+    if (l.global[0] && l.global[1] && l.global[2]) {
+        cl_mem args = kt_buffer(CL_MEM_READ_ONLY, sizeof *a, a);
+        cl_mem arena = kt_buffer(CL_MEM_READ_WRITE, arena_size, k->arena.data);
+        cl_mem consts = kt_buffer(CL_MEM_READ_ONLY, const_size, k->consts.data);
+        kt_enqueue(&l, l.entry, l.global, args, arena, consts);
+        cl_int rc =
+            clEnqueueReadBuffer(kt_dev.queue, arena, CL_TRUE, 0, arena_size, got, 0, NULL, NULL);
+        assert_int_equal(rc, CL_SUCCESS);
+        clReleaseMemObject(args);
+        clReleaseMemObject(arena);
+        clReleaseMemObject(consts);
+    }
+    const float *x = (const float *)(void *)kt_ptr(k, a->x);
+    const float *w = (const float *)(void *)kt_ptr(k, a->w);
+    const float *bias = a->bias.space ? (const float *)(void *)kt_ptr(k, a->bias) : NULL;
+    const float *res = a->residual.space ? (const float *)(void *)kt_ptr(k, a->residual) : NULL;
+    size_t y_at = (size_t)a->y.offset, y_len = (size_t)a->c_out * a->hw * 4;
+    uint32_t m_b = 0, m_e = a->c_out, p_b = 0, p_e = a->hw;
+    if (a->tile.axis == 0) {
+        m_b = a->tile.begin;
+        m_e = a->tile.end;
+    } else {
+        p_b = a->tile.begin;
+        p_e = a->tile.end;
+    }
+    for (size_t i = 0; i < arena_size; i++) /* the arena outside y: untouched */
+        if ((i < y_at || i >= y_at + y_len) && got[i] != k->arena.data[i])
+            fail_msg("pointwise_lanes wrote arena byte %zu outside y", i);
+    double slope = act_slope(&a->act);
+    for (uint32_t m = 0; m < a->c_out; m++)
+        for (uint32_t p = 0; p < a->hw; p++) {
+            size_t o = (size_t)m * a->hw + p;
+            float v;
+            memcpy(&v, got + y_at + o * 4, 4);
+            if (m < m_b || m >= m_e || p < p_b || p >= p_e) { /* outside the tile: untouched */
+                if (memcmp(&v, k->arena.data + y_at + o * 4, 4))
+                    fail_msg("pointwise_lanes wrote y[%u][%u] outside the tile", m, p);
+                continue;
+            }
+            double z = 0.0, mag = 0.0;
+            for (uint32_t c = 0; c < a->c_in; c++) {
+                double t = (double)w[((size_t)(m / KANN_GAP_BLOCK) * a->c_in + c) * KANN_GAP_BLOCK +
+                                     m % KANN_GAP_BLOCK] *
+                           (double)x[(size_t)c * a->hw + p];
+                z += t;
+                mag += fabs(t);
+            }
+            if (bias) {
+                z += bias[m];
+                mag += fabs(bias[m]);
+            }
+            if (res) {
+                z += res[o];
+                mag += fabs(res[o]);
+            }
+            double err_z = (a->c_in + 3) * (double)FLT_EPSILON * mag;
+            double want = act_double(&a->act, z);
+            double tol = slope * err_z + 2e-6 * (1.0 + fabs(want));
+            /* a threshold within the sum's error of z: either side is right */
+            if (a->act.kind == KANN_ACT_THRESHOLDED_RELU && fabs(z - a->act.alpha) <= err_z &&
+                (v == 0.0f || fabs(v - z) <= tol))
+                continue;
+            if (!(fabs((double)v - want) <= tol))
+                fail_msg("pointwise_lanes c_in %u c_out %u hw %u tile (%u, %u, %u) act %u bias %d "
+                         "residual %d: y[%u][%u] %.9g, want %.9g (tolerance %.3g)",
+                         a->c_in, a->c_out, a->hw, a->tile.axis, a->tile.begin, a->tile.end,
+                         a->act.kind, bias != NULL, res != NULL, m, p, (double)v, want, tol);
+        }
+    free(got);
+}
+
+/* Shapes with ragged edges: c_out around and between blocks of 32, the maps pointwise_lanes is
+ * for (7x7, 14x14) and others, 1-64 input channels; every activation with each of the four
+ * bias/residual combinations; tiles of channels (begin on a block) or of pixels, whole, partial
+ * or empty. */
+static void pointwise_lanes_case(uint64_t seed) {
+    static const uint32_t c_outs[] = {1, 5, 31, 32, 33, 64, 70};
+    static const uint32_t hws[] = {1, 7, 49, 196};
+    kt k;
+    kt_init(&k, seed);
+    kann_pointwise_lanes_args a;
+    memset(&a, 0, sizeof a);
+    a.c_out = kt_range(&k, 0, 3) ? c_outs[kt_range(&k, 0, 6)] : kt_range(&k, 1, 100);
+    a.hw = kt_range(&k, 0, 3) ? hws[kt_range(&k, 0, 3)] : kt_range(&k, 1, 200);
+    uint32_t pick = kt_range(&k, 0, 5);
+    a.c_in = pick == 0 ? 1 : pick == 1 ? 64 : kt_range(&k, 1, 64);
+    a.act = random_act(&k);
+    a.act.kind = (uint32_t)(seed % KANN_ACT_COUNT);
+    uint32_t blocks = (a.c_out + KANN_GAP_BLOCK - 1) / KANN_GAP_BLOCK;
+    a.x = kt_input_f32(&k, (size_t)a.c_in * a.hw, -1.0f, 1.0f);
+    a.w = kt_input_f32(&k, (size_t)blocks * a.c_in * KANN_GAP_BLOCK, -0.5f, 0.5f);
+    uint32_t extras = (uint32_t)(seed / KANN_ACT_COUNT) % 4;
+    if (extras & 1) a.bias = kt_input_f32(&k, a.c_out, -1.0f, 1.0f);
+    if (extras & 2) a.residual = kt_input_f32(&k, (size_t)a.c_out * a.hw, -1.0f, 1.0f);
+    a.y = kt_output(&k, (size_t)a.c_out * a.hw * 4, 4);
+    a.tile = kt_range(&k, 0, 1) ? kt_aligned_tile(&k, 0, a.c_out, KANN_GAP_BLOCK)
+                                : kt_aligned_tile(&k, 1, a.hw, 1);
+    pointwise_lanes_check(&k, &a);
+    kt_free(&k);
+}
+
 static void run_cases(cl_device_type style) {
     kt_style = style;
     for (uint64_t seed = 0; seed < CASES; seed++) {
@@ -205,6 +386,8 @@ static void run_cases(cl_device_type style) {
         conv2d_case(5300 + seed, kind, 0);
         conv2d_case(5900 + seed, kind, 1);
     }
+    for (uint64_t seed = 0; seed < 8 * KANN_ACT_COUNT; seed++)
+        pointwise_lanes_case(7100 + seed);
     if (style == CL_DEVICE_TYPE_CPU) {
         int lanes = 0;
         for (uint64_t seed = 0; seed < CASES; seed++)
