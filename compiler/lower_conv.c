@@ -13,6 +13,7 @@
 #include "ref/conv2d_packed.h"
 #include "ref/dwblock.h"
 #include "shapes.h"
+#include "shapes_reduce.h"
 
 /* Rows [m0, m0 + c_out) and columns [k0, k0 + K) of W [..][ld] (the ONNX layout, ld = c_in /
  * group * k_h * k_w) in blocks of `block` output channels, the channels innermost:
@@ -457,14 +458,28 @@ static int lower_conv_maxpool(kc_graph *g, kc_program *p, int id, const kann_con
  * the output channels in the vector lanes, where 169 or 49 pixels leave conv2d_packed's strips of
  * 32 ragged. */
 
-/* The GlobalAveragePool node that alone reads y, with no activation or residual of its own; -1
- * if none. */
+/* Whether node id is a ReduceMean over exactly the two spatial axes of its 4-D input (x.mean((2,
+ * 3)) as exporters write it: mnasnet's head), a global average pool with or without the kept
+ * dimensions. */
+static int spatial_mean(const kc_graph *g, int id) {
+    const kc_node *n = &g->nodes[id];
+    if (n->op != KC_OP_ReduceMean || kc_val(g, n->inputs[0])->rank != 4) return 0;
+    int reduced[KC_MAX_RANK] = {0}, noop = 0;
+    kc_diag quiet;
+    kc_diag_init(&quiet, "", NULL);
+    quiet.silent = 1;
+    if (kc_reduce_axes_of(g, id, 4, reduced, &noop, &quiet) || noop) return 0;
+    return !reduced[0] && !reduced[1] && reduced[2] && reduced[3];
+}
+
+/* The GlobalAveragePool node (or spatial ReduceMean) that alone reads y, with no activation or
+ * residual of its own; -1 if none. */
 static int fusable_gap(const kc_graph *g, int y) {
     int pool = kc_single_consumer(g, y);
     if ((g->values[y].flags & KC_VALUE_OUTPUT) || pool < 0) return -1;
     const kc_node *n = &g->nodes[pool];
-    if (n->op != KC_OP_GlobalAveragePool || n->inputs[0] != y || n->epi.act != KANN_ACT_NONE ||
-        n->epi.residual >= 0)
+    if ((n->op != KC_OP_GlobalAveragePool && !spatial_mean(g, pool)) || n->inputs[0] != y ||
+        n->epi.act != KANN_ACT_NONE || n->epi.residual >= 0)
         return -1;
     return pool;
 }

@@ -313,12 +313,14 @@ def stem_pool_cases():
 
 
 def head_gap_cases():
-    """A classifier head: a 1x1 conv, its activation and the global average pool after it, one
-    f32_pointwise_gap record (squeezenet's 13x13 with ReLU, 1000 classes cut short; mobilenet_v2's
-    7x7 with ReLU6 as Clip, no bias); a head whose conv output a second node reads too keeps its
-    conv and pool, as does any head compiled with --target opencl; and a GlobalAveragePool after
-    a 3x3 conv stays a pool."""
-    def head(name, seed, c_in, c_out, hw, act="Relu", bias=True, shared=False, k=1, opts=()):
+    """A classifier head: a 1x1 conv, its activation and the global average pool after it (or a
+    ReduceMean over the two spatial axes, mnasnet's), one f32_pointwise_gap record (squeezenet's
+    13x13 with ReLU, 1000 classes cut short; mobilenet_v2's 7x7 with ReLU6 as Clip, no bias); a
+    head whose conv output a second node reads too keeps its conv and pool, as does any head
+    compiled with --target opencl; a GlobalAveragePool after a 3x3 conv stays a pool, and a
+    ReduceMean over the channels a reduce."""
+    def head(name, seed, c_in, c_out, hw, act="Relu", bias=True, shared=False, k=1, opts=(),
+             mean_axes=None):
         r = rng(seed)
         inits = [const("W", randn(r, c_out, c_in, k, k, scale=0.2))]
         ins = ["x", "W"]
@@ -331,13 +333,18 @@ def head_gap_cases():
         else:
             inits += [const("lo", np.array(0.0, np.float32)), const("hi", np.array(6.0, np.float32))]
             nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["ca"], name="act"))
-        nodes.append(helper.make_node("GlobalAveragePool", ["ca"], ["y"], name="gap"))
+        if mean_axes is None:
+            nodes.append(helper.make_node("GlobalAveragePool", ["ca"], ["y"], name="gap"))
+        else:  # x.mean(axes) as exporters write it, the reduced dimensions dropped
+            nodes.append(helper.make_node("ReduceMean", ["ca"], ["y"], name="gap",
+                                          axes=mean_axes, keepdims=0))
         outs = [vi("y", None)]
         if shared:
             nodes.append(helper.make_node("ReduceMax", ["ca"], ["m"], name="max", axes=[2, 3]))
             outs.append(vi("m", None))
-        expect = ("f32_pointwise_gap x1" if k == 1 and not shared and not opts else
-                  "f32_global_avgpool x1")
+        fused = k == 1 and not shared and not opts and mean_axes in (None, [2, 3], [-1, -2])
+        expect = ("f32_pointwise_gap x1" if fused else
+                  "f32_reduce x1" if mean_axes else "f32_global_avgpool x1")
         return name, model(nodes, [vi("x", [1, c_in, hw, hw])], outs, inits), \
             {"x": randn(r, 1, c_in, hw, hw)}, list(opts) + ["--expect-summary", expect]
     yield head("head_gap_squeezenet", 80, 96, 70, 13)
@@ -345,6 +352,9 @@ def head_gap_cases():
     yield head("head_gap_shared", 82, 24, 33, 9, shared=True)
     yield head("head_gap_3x3", 83, 16, 20, 8, k=3)
     yield head("head_gap_target_opencl", 84, 32, 40, 7, opts=("--target", "opencl"))
+    yield head("head_gap_reduce_mean", 85, 40, 36, 7, mean_axes=[2, 3])
+    yield head("head_gap_reduce_mean_negative_axes", 86, 40, 36, 5, mean_axes=[-1, -2])
+    yield head("head_gap_reduce_mean_channels", 87, 40, 36, 5, mean_axes=[1])
 
 
 def pointwise_lanes_cases():
