@@ -144,6 +144,11 @@ static inline __attribute__((always_inline)) void pool3_row(const pool3_ctx *c,
     }
 }
 
+/* The window rows row i + 1 adds (rows 3 and 4 from row i's first) are prefetched while row i
+ * runs: a pool's input comes mostly from L3 (squeezenet1_1's 256 x 55 x 55 map is 3 MB), and
+ * the hardware prefetcher, one 12 KB plane at a time, left the loop waiting (in the network,
+ * one thread: 34 -> 28 µs and 19.4 -> 16 µs; 5 or 7 rows ahead no better). */
+#define POOL3_PREFETCH_ROWS 3
 /* The rows [0, rows) of a plane's outputs whose three window rows all lie inside x, no
  * activation, rows of NV vectors (a constant: the blocks' masks stay in mask registers): row i's
  * window rows start at x0 + i * step. As pool3_row, without its set-up per row (the window's
@@ -154,6 +159,8 @@ static inline __attribute__((always_inline)) void pool3_rows(const pool3_ctx *c,
                                                              size_t rows, const int NV) {
     for (size_t i = 0; i < rows; i++, x0 += step, y += c->w_out) {
         const float *r[3] = {x0, x0 + ld, x0 + 2 * ld};
+        for (size_t b = 0; b < 2 * ld; b += 16)
+            _mm_prefetch((const char *)(x0 + POOL3_PREFETCH_ROWS * ld + b), _MM_HINT_T0);
         pool3_row(c, r, 3, y, 1, NV);
     }
 }
