@@ -319,8 +319,6 @@ typedef struct kann_dwblock_args {
  * so a variant holds the channels in its vector lanes and broadcasts x. Tile axis 0 = output
  * channels m (begin a multiple of KANN_GAP_BLOCK). */
 #define KANN_GAP_BLOCK 32
-/* The pixels a pointwise_lanes record is cut into parts by (tile axis 1). */
-#define KANN_LANES_PIXEL_GRANULE 4
 typedef struct kann_pointwise_gap_args {
     kann_tile tile;
     kann_ref x, w, bias, y;
@@ -338,6 +336,8 @@ typedef struct kann_pointwise_gap_args {
  * channels innermost, so a variant holds a block's channels in its vector lanes, broadcasts x,
  * and turns the sums around at the store. Each y[m][p] is one sum over k in order, whatever the
  * tile. Tile axes: 0 = output channels m (begin a multiple of KANN_GAP_BLOCK), 1 = pixels p. */
+/* The pixels a pointwise_lanes record is cut into parts by (tile axis 1). */
+#define KANN_LANES_PIXEL_GRANULE 4
 typedef struct kann_pointwise_lanes_args {
     kann_tile tile;
     kann_ref x, w, bias, residual, y;

@@ -81,9 +81,13 @@ static inline vf lanes_epilogue(const gap_block *b, vf t, size_t row, size_t p0,
     return b->clamp ? vf_min(b->hi, vf_max(b->lo, t)) : gap_act(b, t);
 }
 
-#if KANN_VEC_BITS == 256
-/* r[i][j] <- r[j][i]: 8 vectors of 8 lanes. */
-static inline __attribute__((always_inline)) void lanes_transpose8(__m256 *r) {
+#if KANN_VEC_BITS == 512
+/* r[i][j] <- r[j][i]: KANN_VL vectors of KANN_VL lanes. */
+static inline __attribute__((always_inline)) void lanes_transpose(vf *r) {
+    kann_transpose16_ps(r);
+}
+#else
+static inline __attribute__((always_inline)) void lanes_transpose(vf *r) {
     __m256 t[8], u[8];
     for (int i = 0; i < 8; i += 2) {
         t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
@@ -108,39 +112,20 @@ static inline __attribute__((always_inline)) void lanes_transpose8(__m256 *r) {
  * -> 0.13 ms on 160 -> 960 over 7x7). */
 static __attribute__((noinline)) void lanes_store(const gap_block *b, const vf *c, int np, int nv,
                                                   size_t p0) {
-#if KANN_VEC_BITS == 512
-    for (int q0 = 0; q0 < np; q0 += 16) {
-        int nq = np - q0 < 16 ? np - q0 : 16;
-        for (int v = 0; v < nv && (size_t)v * 16 < b->n; v++) {
-            __m512 r[16];
-            for (int q = 0; q < 16; q++)
-                r[q] = q < nq ? c[(q0 + q) * nv + v] : _mm512_setzero_ps();
-            kann_transpose16_ps(r);
-            size_t rows = b->n - (size_t)v * 16 < 16 ? b->n - (size_t)v * 16 : 16;
-            for (size_t j = 0; j < rows; j++) {
-                size_t row = (size_t)v * 16 + j, at = p0 + (size_t)q0;
-                vf_store_n(b->y + row * b->hw + at, lanes_epilogue(b, r[j], row, at, (size_t)nq),
-                           (size_t)nq);
-            }
+    for (int q0 = 0; q0 < np; q0 += KANN_VL) {
+        int nq = np - q0 < KANN_VL ? np - q0 : KANN_VL;
+        for (int v = 0; v < nv && (size_t)v * KANN_VL < b->n; v++) {
+            vf r[KANN_VL];
+            for (int q = 0; q < KANN_VL; q++)
+                r[q] = q < nq ? c[(q0 + q) * nv + v] : vf_set1(0.0f);
+            lanes_transpose(r);
+            size_t first = (size_t)v * KANN_VL, at = p0 + (size_t)q0;
+            size_t rows = b->n - first < KANN_VL ? b->n - first : KANN_VL;
+            for (size_t j = 0; j < rows; j++)
+                vf_store_n(b->y + (first + j) * b->hw + at,
+                           lanes_epilogue(b, r[j], first + j, at, (size_t)nq), (size_t)nq);
         }
     }
-#else
-    for (int q0 = 0; q0 < np; q0 += 8) {
-        int nq = np - q0 < 8 ? np - q0 : 8;
-        for (int v = 0; v < nv && (size_t)v * 8 < b->n; v++) {
-            __m256 r[8];
-            for (int q = 0; q < 8; q++)
-                r[q] = q < nq ? c[(q0 + q) * nv + v] : _mm256_setzero_ps();
-            lanes_transpose8(r);
-            size_t rows = b->n - (size_t)v * 8 < 8 ? b->n - (size_t)v * 8 : 8;
-            for (size_t j = 0; j < rows; j++) {
-                size_t row = (size_t)v * 8 + j, at = p0 + (size_t)q0;
-                vf_store_n(b->y + row * b->hw + at, lanes_epilogue(b, r[j], row, at, (size_t)nq),
-                           (size_t)nq);
-            }
-        }
-    }
-#endif
 }
 
 /* NP pixels of the block's first NV vectors (NP * NV <= GAP_ACC), the first at pixel p0: their

@@ -959,6 +959,19 @@ static void test_global_avgpool(void **state) {
     }
 }
 
+/* Case i's shape for the kernels over pointwise_gap's loop: the first 48 every group size of
+ * both kinds of block (1 to 24 pixels, 16 or 48 channels), then ragged blocks of channels and
+ * pixel counts past the group sizes. */
+static void pointwise_shape(int i, uint32_t *c_in, uint32_t *c_out, uint32_t *hw) {
+    *c_in = PICK(1, 3, 17, 64);
+    *c_out = PICK(1, 5, 16, 17, 31, 32, 33, 48, 70);
+    *hw = PICK(1, 2, 7, 12, 13, 24, 25, 37, 48, 49, 169);
+    if (i < 48) {
+        *c_out = i % 2 ? 48 : 16;
+        *hw = 1 + (uint32_t)i / 2;
+    }
+}
+
 /* pointwise_gap against the conv, its activation and the mean over the pixels in double, on
  * ragged blocks of channels (c_out past a multiple of 32; a last block of at most 16, which runs
  * half the vectors) and pixel groups (hw past a multiple of 12, 24 and 3, cut into groups of
@@ -971,13 +984,7 @@ static void test_pointwise_gap(void **state) {
     for (int i = 0; i < 200; i++) {
         mem_reset();
         kann_pointwise_gap_args a = {0};
-        a.c_in = PICK(1, 3, 17, 64);
-        a.c_out = PICK(1, 5, 16, 17, 31, 32, 33, 48, 70);
-        a.hw = PICK(1, 2, 7, 12, 13, 24, 25, 37, 48, 49, 169);
-        if (i < 48) { /* every group size of both kinds of block: 1 to 24 pixels */
-            a.c_out = i % 2 ? 48 : 16;
-            a.hw = 1 + i / 2;
-        }
+        pointwise_shape(i, &a.c_in, &a.c_out, &a.hw);
         a.act = random_act();
         uint32_t blocks = (a.c_out + KANN_GAP_BLOCK - 1) / KANN_GAP_BLOCK;
         float *x, *w, *bias = NULL, *y;
@@ -1019,13 +1026,7 @@ static void test_pointwise_lanes(void **state) {
     for (int i = 0; i < 200; i++) {
         mem_reset();
         kann_pointwise_lanes_args a = {0};
-        a.c_in = PICK(1, 3, 17, 64);
-        a.c_out = PICK(1, 5, 16, 17, 31, 32, 33, 48, 70);
-        a.hw = PICK(1, 2, 7, 12, 13, 24, 25, 37, 48, 49, 169);
-        if (i < 48) {
-            a.c_out = i % 2 ? 48 : 16;
-            a.hw = 1 + i / 2;
-        }
+        pointwise_shape(i, &a.c_in, &a.c_out, &a.hw);
         a.act = random_act();
         uint32_t blocks = (a.c_out + KANN_GAP_BLOCK - 1) / KANN_GAP_BLOCK;
         size_t n = (size_t)a.c_out * a.hw;
