@@ -511,22 +511,61 @@ static inline int kann_conv2d_packed_lanes(const kann_conv2d_packed_args *a, siz
 
 /* The AVX-512 variant's rows path (conv2d_lanes_avx512.c) takes the narrow convs of more than
  * one panel (13 to KANN_CONV_LANES_NARROW output channels: a grouped conv's 16-channel groups)
- * of stride 1 on their padded input, as the compiler lowers them (no padding left, every window
- * inside x): output channels in the lanes, a group of 28 pixels (4 rows of 7, 2 of 14 or 1 of
- * 28: the rows' widths the path takes) accumulating whole reductions of at most
- * KANN_CONV_ROWS_MAX_K steps. The wide path computes the padded grid's columns too (63 pixels
- * for a 7x7 map) in a 12-row and a 4-row tile: one thread, regnet_x_400mf's 25 groups on 7x7
- * 0.082 -> 0.070 ms, its 10 on 14x14 0.104 -> 0.093, its 4 on 28x28 0.159 -> 0.144. Over one
- * panel the wide path wins, every lane busy: resnext50's 4- and 8-channel groups (56x56, 28x28)
- * ran 3x and 1.65x slower on rows. */
+ * of stride 1 or 2: output channels in the lanes, a group of 28 pixels (4 rows of 7, 2 of 14 or 1
+ * of 28: the rows' widths the path takes) accumulating whole reductions of at most
+ * KANN_CONV_ROWS_MAX_K steps, each pixel's input values broadcast from where they lie, whatever
+ * the stride. It reads x in place where every window lies inside it (a stride-1 conv on the
+ * input pad2d padded for it, as the compiler lowers those); otherwise, from a band buffer of the
+ * input rows a group's output rows reach, zero-padded, of at most KANN_CONV_ROWS_BAND_FLOATS
+ * floats. The wide path computes the padded grid's columns too (63 pixels for a 7x7 map) in a
+ * 12-row and a 4-row tile: one thread, regnet_x_400mf's 25 groups on 7x7 0.082 -> 0.070 ms, its
+ * 10 on 14x14 0.104 -> 0.093, its 4 on 28x28 0.159 -> 0.144. Over one panel the wide path wins,
+ * every lane busy: resnext50's 4- and 8-channel groups (56x56, 28x28) ran 3x and 1.65x slower
+ * on rows. */
 #define KANN_CONV_ROWS_MAX_K 288
+#define KANN_CONV_ROWS_PX 28
+#define KANN_CONV_ROWS_BAND_FLOATS 8192
+
+/* Output rows of a rows-path group (KANN_CONV_ROWS_PX pixels, whole rows of w columns). */
+static inline uint64_t kann_conv2d_rows_group_rows(uint64_t w) {
+    return w % KANN_CONV_ROWS_PX == 0 ? 1 : KANN_CONV_ROWS_PX / w;
+}
+
+/* Every window of a inside x, no padding: x is read in place. */
+static inline int kann_conv2d_rows_in_place(const kann_conv2d_packed_args *a) {
+    return a->pad_top == 0 && a->pad_left == 0 &&
+           a->h_in >= (a->h_out - 1) * (uint64_t)a->stride_h + (uint64_t)(a->k_h - 1) * a->dil_h + 1 &&
+           a->w_in >= (a->w_out - 1) * (uint64_t)a->stride_w + (uint64_t)(a->k_w - 1) * a->dil_w + 1;
+}
+
+/* Input column 0's place in a band row of the rows path: the padding columns before it, input
+ * rows copied to aligned vectors. */
+#define KANN_CONV_ROWS_BAND_COL0 16
+
+/* Floats of a band row of the rows path: its columns up to the last window's end, whole
+ * vectors. */
+static inline uint64_t kann_conv2d_rows_band_row(const kann_conv2d_packed_args *a) {
+    uint64_t reach = (a->w_out - 1) * (uint64_t)a->stride_w + (uint64_t)(a->k_w - 1) * a->dil_w + 1;
+    return (KANN_CONV_ROWS_BAND_COL0 - a->pad_left + reach + 15) / 16 * 16;
+}
+
+/* Floats of the band buffer a group's output rows read: channel planes of the rows their
+ * windows reach. */
+static inline uint64_t kann_conv2d_rows_band(const kann_conv2d_packed_args *a) {
+    uint64_t R = kann_conv2d_rows_group_rows(a->w_out);
+    uint64_t rows = (R - 1) * a->stride_h + (uint64_t)(a->k_h - 1) * a->dil_h + 1;
+    return a->c_in * rows * kann_conv2d_rows_band_row(a);
+}
+
 static inline int kann_conv2d_packed_rows(const kann_conv2d_packed_args *a) {
     uint64_t taps = (uint64_t)a->k_h * a->k_w, K = a->c_in * taps, w = a->w_out;
-    return a->stride_h == 1 && a->stride_w == 1 && a->pad_top == 0 && a->pad_left == 0 &&
-           a->c_out > KANN_CONV_PANEL && a->c_out <= KANN_CONV_LANES_NARROW && taps >= 2 &&
-           K <= KANN_CONV_ROWS_MAX_K && (w == 7 || w == 14 || (w != 0 && w % 28 == 0)) &&
-           a->h_out != 0 && a->h_in >= a->h_out + (uint64_t)(a->k_h - 1) * a->dil_h &&
-           a->w_in >= w + (uint64_t)(a->k_w - 1) * a->dil_w;
+    int stride = a->stride_h == a->stride_w && (a->stride_h == 1 || a->stride_h == 2);
+    return stride && a->c_out > KANN_CONV_PANEL && a->c_out <= KANN_CONV_LANES_NARROW &&
+           taps >= 2 && K <= KANN_CONV_ROWS_MAX_K &&
+           (w == 7 || w == 14 || (w != 0 && w % KANN_CONV_ROWS_PX == 0)) && a->h_out != 0 &&
+           a->dil_h != 0 && a->dil_w != 0 &&
+           (kann_conv2d_rows_in_place(a) || (a->pad_left <= KANN_CONV_ROWS_BAND_COL0 &&
+                                             kann_conv2d_rows_band(a) <= KANN_CONV_ROWS_BAND_FLOATS));
 }
 
 /* The phase path's loop nest: the planes of every channel into buf (kann_phase_fill, rows by

@@ -16,10 +16,11 @@
  * go back to the channel planes through 16 x 16 transposes, bias, residual and activation
  * fused.
  *
- * The rows path (kann_conv2d_rows_avx512, at the end) is the same turn for narrow stride-1 convs
- * on their padded input: one vector of channels, so a group holds 28 pixels, whole rows of 7 or
- * 14 (a single pointer per row, the pixels at constant offsets from it) or 28 columns of a
- * wider row, and the reduction is short enough for one pass without staging between blocks. */
+ * The rows path (kann_conv2d_rows_avx512, at the end) is the same turn for narrow convs of
+ * stride 1 or 2 on their padded input: one vector of channels, so a group holds 28 pixels, whole
+ * rows of 7 or 14 (a single pointer per row, the pixels at constant offsets from it, stride
+ * floats apart) or 28 columns of a wider row, and the reduction is short enough for one pass
+ * without staging between blocks. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -401,10 +402,10 @@ int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *
     return 1;
 }
 
-/* ---- the rows path: narrow stride-1 convs on their padded input ---------------------------- */
+/* ---- the rows path: narrow convs of stride 1 or 2 on their padded input -------------------- */
 
 /* Pixels of a group: accumulators, beside the step's weight vector. */
-#define ROWS_PX 28
+#define ROWS_PX KANN_CONV_ROWS_PX
 
 /* What a group of R rows of C pixels works on. */
 typedef struct rows_group {
@@ -414,10 +415,10 @@ typedef struct rows_group {
     const float *src[4]; /* the window origin of each row's first pixel */
 } rows_group;
 
-/* acc[r * C + c] = over k of wt[k][lane] * src[r][off[k] + c]: one weight vector a step,
- * broadcast against every pixel of the group. */
+/* acc[r * C + c] = over k of wt[k][lane] * src[r][off[k] + S c]: one weight vector a step,
+ * broadcast against every pixel of the group (S the stride along the rows). */
 static inline __attribute__((always_inline)) void rows_sums(const rows_group *g, int R, int C,
-                                                            __m512 acc[ROWS_PX]) {
+                                                            int S, __m512 acc[ROWS_PX]) {
 #pragma GCC unroll 28
     for (int j = 0; j < R * C; j++)
         acc[j] = _mm512_setzero_ps();
@@ -430,35 +431,45 @@ static inline __attribute__((always_inline)) void rows_sums(const rows_group *g,
 #pragma GCC unroll 28
             for (int c = 0; c < C; c++)
                 acc[r * C + c] =
-                    _mm512_fmadd_ps(_mm512_set1_ps(g->src[r][o + c]), w, acc[r * C + c]);
+                    _mm512_fmadd_ps(_mm512_set1_ps(g->src[r][o + S * c]), w, acc[r * C + c]);
     }
 }
 
 /* One group's sums as [pixel][16 channels] into st. */
-#define ROWS_GROUP_FN(R, C)                                                                        \
-    static __attribute__((noinline)) void rows_group_##R##_##C(const rows_group *g, float *st) {   \
+#define ROWS_GROUP_FN(R, C, S)                                                                     \
+    static __attribute__((noinline)) void rows_group_##R##_##C##_s##S(const rows_group *g,         \
+                                                                       float *st) {                \
         __m512 acc[ROWS_PX];                                                                       \
-        rows_sums(g, R, C, acc);                                                                   \
+        rows_sums(g, R, C, S, acc);                                                                \
         for (int j = 0; j < (R) * (C); j++)                                                        \
             _mm512_store_ps(st + 16 * j, acc[j]);                                                  \
     }
-ROWS_GROUP_FN(4, 7)
-ROWS_GROUP_FN(3, 7)
-ROWS_GROUP_FN(2, 7)
-ROWS_GROUP_FN(1, 7)
-ROWS_GROUP_FN(2, 14)
-ROWS_GROUP_FN(1, 14)
-ROWS_GROUP_FN(1, 28)
+#define ROWS_GROUP_FNS(S)                                                                          \
+    ROWS_GROUP_FN(4, 7, S)                                                                         \
+    ROWS_GROUP_FN(3, 7, S)                                                                         \
+    ROWS_GROUP_FN(2, 7, S)                                                                         \
+    ROWS_GROUP_FN(1, 7, S)                                                                         \
+    ROWS_GROUP_FN(2, 14, S)                                                                        \
+    ROWS_GROUP_FN(1, 14, S)                                                                        \
+    ROWS_GROUP_FN(1, 28, S)
+ROWS_GROUP_FNS(1)
+ROWS_GROUP_FNS(2)
+#undef ROWS_GROUP_FNS
+#undef ROWS_GROUP_FN
 
 typedef void (*rows_group_fn)(const rows_group *, float *);
 
-/* The group of r rows (at most 28 / C) of C columns. */
-static rows_group_fn rows_group_of(size_t C, size_t r) {
-    static const rows_group_fn of7[4] = {rows_group_1_7, rows_group_2_7, rows_group_3_7,
-                                         rows_group_4_7};
-    if (C == 7) return of7[r - 1];
-    if (C == 14) return r == 2 ? rows_group_2_14 : rows_group_1_14;
-    return rows_group_1_28;
+/* The group of r rows (at most 28 / C) of C columns at stride S (1 or 2). */
+static rows_group_fn rows_group_of(size_t C, size_t r, uint32_t S) {
+    static const rows_group_fn of7[2][4] = {
+        {rows_group_1_7_s1, rows_group_2_7_s1, rows_group_3_7_s1, rows_group_4_7_s1},
+        {rows_group_1_7_s2, rows_group_2_7_s2, rows_group_3_7_s2, rows_group_4_7_s2}};
+    int s2 = S == 2;
+    if (C == 7) return of7[s2][r - 1];
+    if (C == 14)
+        return r == 2 ? (s2 ? rows_group_2_14_s2 : rows_group_2_14_s1)
+                      : (s2 ? rows_group_1_14_s2 : rows_group_1_14_s1);
+    return s2 ? rows_group_1_28_s2 : rows_group_1_28_s1;
 }
 
 /* Output pixels [q0, q1) (at most 16, consecutive in the channel planes) from the staged sums
@@ -488,11 +499,45 @@ static void rows_pack(const float *w, size_t K, size_t m0, size_t nc, float *wt)
         _mm512_store_ps(wt + 16 * k, _mm512_mask_loadu_ps(_mm512_maskz_loadu_ps(lo, p), hi, q));
 }
 
+/* The input rows [ih0, ih0 + n) of channels [0, c_in), zero outside x, into the band's channel
+ * planes (`plane` floats apart) of rows `row` floats wide, input column 0 at
+ * KANN_CONV_ROWS_BAND_COL0 (64-byte aligned, as x's rows where their width is a multiple of 16):
+ * whole vectors stored, the padding columns zero. */
+static void rows_fill(const kann_conv2d_packed_args *a, const float *x, int64_t ih0, size_t n,
+                      size_t row, size_t plane, float *band) {
+    size_t nv = row / 16 - 1, x_plane = (size_t)a->h_in * a->w_in;
+    size_t full = a->w_in / 16 < nv ? a->w_in / 16 : nv; /* vectors wholly inside the row */
+    const __m512 zero = _mm512_setzero_ps();
+    for (size_t c = 0; c < a->c_in; c++) {
+        float *d = band + c * plane;
+        for (size_t i = 0; i < n; i++, d += row) {
+            int64_t ih = ih0 + (int64_t)i;
+            _mm512_store_ps(d, zero);
+            float *dr = d + KANN_CONV_ROWS_BAND_COL0;
+            if (ih < 0 || ih >= (int64_t)a->h_in) {
+                for (size_t v = 0; v < nv; v++)
+                    _mm512_store_ps(dr + 16 * v, zero);
+                continue;
+            }
+            const float *xr = x + c * x_plane + (size_t)ih * a->w_in;
+            size_t v = 0;
+            for (; v < full; v++)
+                _mm512_store_ps(dr + 16 * v, _mm512_loadu_ps(xr + 16 * v));
+            for (; v < nv; v++) {
+                __mmask16 m = kann_lanes16(0, (int64_t)a->w_in - 16 * (int64_t)v);
+                _mm512_store_ps(dr + 16 * v, _mm512_maskz_loadu_ps(m, xr + 16 * v));
+            }
+        }
+    }
+}
+
 /* The rows path over tile a (kann_conv2d_packed_rows): the tile's channels (one vector) and
  * weights repacked as [k][16]; its output rows in groups of 28 / C rows of C columns (C the row
- * width, or 28 for rows a multiple of 28 wide), fewer rows at the tile's end. A group's pixels are
- * consecutive in the channel planes: its sums are staged on the stack and stored 16 pixels at a
- * time across its rows, inside the tile's pixels only. */
+ * width, or 28 for rows a multiple of 28 wide), fewer rows at the tile's end. Each group's rows
+ * read x in place, or a band buffer on the stack into which their window rows are copied
+ * zero-padded, once for the groups side by side. A group's pixels are consecutive in the channel
+ * planes: its sums are staged on the stack and stored 16 pixels at a time across its rows,
+ * inside the tile's pixels only. */
 int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *ex) {
     size_t m_begin, m_end, p_begin, p_end;
     kann_conv2d_packed_range(a, &m_begin, &m_end, &p_begin, &p_end);
@@ -501,35 +546,48 @@ int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *e
     size_t taps = (size_t)a->k_h * a->k_w, K = a->c_in * taps, nc = m_end - m_begin;
     float wt[KANN_CONV_ROWS_MAX_K * 16] __attribute__((aligned(64)));
     float st[ROWS_PX * 16] __attribute__((aligned(64)));
+    float band[KANN_CONV_ROWS_BAND_FLOATS] __attribute__((aligned(64)));
     ptrdiff_t off[KANN_CONV_ROWS_MAX_K];
-    size_t plane = (size_t)a->h_in * a->w_in;
+    size_t w = a->w_out, C = w % ROWS_PX == 0 ? ROWS_PX : w;
+    size_t R = (size_t)kann_conv2d_rows_group_rows(w);
+    int in_place = kann_conv2d_rows_in_place(a);
+    /* in place: x's rows and planes; else the band's */
+    size_t row = in_place ? a->w_in : (size_t)kann_conv2d_rows_band_row(a);
+    size_t plane = in_place ? (size_t)a->h_in * a->w_in : lanes_in_rows(a, R) * row;
     for (size_t c = 0; c < a->c_in; c++)
         for (size_t kh = 0; kh < a->k_h; kh++)
             for (size_t kw = 0; kw < a->k_w; kw++)
                 off[(c * a->k_h + kh) * a->k_w + kw] =
-                    (ptrdiff_t)(c * plane + kh * a->dil_h * a->w_in + kw * a->dil_w);
+                    (ptrdiff_t)(c * plane + kh * a->dil_h * row + kw * a->dil_w);
     rows_pack(kann_cref(ex, a->w), K, m_begin, nc, wt);
     const float *x = kann_cref(ex, a->x);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
     float *y = kann_mref(ex, a->y);
-    size_t w = a->w_out, C = w % 28 == 0 ? 28 : w, R = ROWS_PX / C;
     rows_group g;
     g.wt = wt;
     g.off = off;
     g.K = K;
     size_t oh_first = p_begin / w, oh_end = (p_end - 1) / w + 1;
-    for (size_t oh0 = oh_first; oh0 < oh_end; oh0 += R)
+    for (size_t oh0 = oh_first; oh0 < oh_end; oh0 += R) {
+        size_t rows = oh_end - oh0 < R ? oh_end - oh0 : R;
+        /* the first input row the group's windows read */
+        const float *src = x + oh0 * a->stride_h * a->w_in;
+        if (!in_place) {
+            rows_fill(a, x, (int64_t)(oh0 * a->stride_h) - a->pad_top, lanes_in_rows(a, rows), row,
+                      plane, band);
+            src = band + KANN_CONV_ROWS_BAND_COL0 - a->pad_left;
+        }
         for (size_t c0 = 0; c0 < w; c0 += C) {
-            size_t rows = oh_end - oh0 < R ? oh_end - oh0 : R;
             for (size_t r = 0; r < rows; r++)
-                g.src[r] = x + (oh0 + r) * a->w_in + c0;
-            rows_group_of(C, rows)(&g, st);
+                g.src[r] = src + r * a->stride_h * row + c0 * a->stride_w;
+            rows_group_of(C, rows, a->stride_w)(&g, st);
             /* the group's pixels are consecutive in the planes: the tile's part of them */
             size_t p0 = oh0 * w + c0, n = rows * C;
             size_t lo = p0 > p_begin ? p0 : p_begin, hi = p0 + n < p_end ? p0 + n : p_end;
             for (size_t q = lo; q < hi; q += 16)
                 rows_store(a, st, p0, q, hi - q < 16 ? hi : q + 16, m_begin, nc, bias, res, y);
         }
+    }
     return 1;
 }

@@ -32,7 +32,7 @@ void kann_conv_microkernel_12x32_avx512(const struct kann_conv_tile *t);
 /* conv2d_packed's AVX-512 lanes path for strided convs (conv2d_lanes_avx512.c): runs tile a and
  * returns 1, or returns 0 without touching anything where the path does not apply. */
 int kann_conv2d_lanes_avx512(const kann_conv2d_packed_args *a, const kann_exec *ex);
-/* Its rows path for narrow stride-1 convs (kann_conv2d_packed_rows): runs tile a and returns 1,
+/* Its rows path for narrow convs of stride 1 or 2 (kann_conv2d_packed_rows): runs tile a and returns 1,
  * or returns 0 without touching anything where the path does not apply. */
 int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *ex);
 

@@ -62,6 +62,12 @@ def conv_cases():
     yield conv_case("conv_groups_packed_stride2", [1, 32, 13, 13], [32, 8, 3, 3], 42, group=4,
                     strides=[2, 2], pads=[1, 1, 1, 1])
     yield conv_case("conv_groups_packed_pointwise", [1, 16, 7, 7], [32, 4, 1, 1], 43, group=4)
+    # 16-channel groups at stride 2 (a RegNet stage's first 3x3): their padded rows copied to a
+    # band, 28 pixels a group: rows of 28, and of 7 four at a time from an odd-sized input
+    yield conv_case("conv_groups_rows_stride2", [1, 48, 56, 56], [48, 16, 3, 3], 47, group=3,
+                    strides=[2, 2], pads=[1, 1, 1, 1])
+    yield conv_case("conv_groups_rows_stride2_7", [1, 32, 13, 13], [32, 16, 3, 3], 48, group=2,
+                    strides=[2, 2], pads=[1, 1, 1, 1])
     # many 16-channel groups (a RegNet block's 3x3): on 2 streams each group runs whole on one,
     # 4 and 5 of them; the block's input added and a ReLU fused into every group's stores
     r = rng(50)

@@ -206,7 +206,7 @@ static int pad_for_wide(kann_conv2d_packed_args *a, const kann_exec *ex, const k
 static const char *path_name(const kann_conv2d_packed_args *a) {
     kann_conv_phases ph;
     if (kann_conv2d_packed_direct(a)) return "direct (AVX-512; wide, phase or gather elsewhere)";
-    if (kann_conv2d_packed_rows(a)) return "rows (AVX-512; wide elsewhere)";
+    if (kann_conv2d_packed_rows(a)) return "rows (AVX-512; wide, lanes or phase elsewhere)";
     if (kann_conv2d_packed_wide(a)) return "wide";
     if (kann_conv2d_packed_pointwise(a)) return "pointwise";
     if (kann_conv2d_packed_lanes(a, 0, (size_t)a->h_out * a->w_out))
@@ -494,38 +494,49 @@ static void test_conv2d_packed_lanes_narrow(void **state) {
     assert_true(lanes > 60);
 }
 
-/* The AVX-512 rows path: narrow stride-1 convs (13 to 16 output channels, a grouped conv's
- * groups) on their input padded by pad2d, rows 7, 14, 28 and 56 wide and 1 to 12 of them (the
- * last group of rows cut short), windows up to 5x5, dilation, reductions up to the path's
- * limit, tiles along channels (inside the vector) and along pixels inside rows. */
+/* The AVX-512 rows path: narrow convs (13 to 16 output channels, a grouped conv's groups) of
+ * stride 1 on their input padded by pad2d, and of stride 2 read in place or through its band
+ * buffer (padding, odd input sizes); rows 7, 14, 28 and 56 wide and 1 to 12 of them (the last
+ * group of rows cut short), windows up to 5x5, dilation, reductions up to the path's limit,
+ * tiles along channels (inside the vector) and along pixels inside rows. */
 static void test_conv2d_packed_rows_narrow(void **state) {
     (void)state;
     rng_state = 5151;
     static const uint32_t widths[] = {7, 14, 28, 56};
-    int rows = 0;
-    for (int i = 0; i < 80; i++) {
+    int rows = 0, band = 0, strided = 0;
+    for (int i = 0; i < 120; i++) {
         conv_case cc = {0};
         cc.k_h = rng_range(1, 5);
         cc.k_w = rng_range(cc.k_h == 1 ? 2 : 1, 5);
         cc.dil = rng_range(1, 4) == 1 ? 2 : 1;
-        cc.stride = 1;
+        cc.stride = i % 3 == 2 ? 2 : 1;
         cc.c_out = rng_range(KANN_CONV_PANEL + 1, KANN_CONV_LANES_NARROW);
         cc.c_in = rng_range(1, KANN_CONV_ROWS_MAX_K / (cc.k_h * cc.k_w));
         uint32_t w_out = widths[rng_range(0, 3)], h_out = rng_range(1, 12);
+        uint32_t reach_h = (h_out - 1) * cc.stride + cc.dil * (cc.k_h - 1) + 1;
+        uint32_t reach_w = (w_out - 1) * cc.stride + cc.dil * (cc.k_w - 1) + 1;
         cc.pad = rng_range(0, 2);
-        if (h_out + cc.dil * (cc.k_h - 1) <= 2 * cc.pad) cc.pad = 0;
-        cc.w_in = w_out + cc.dil * (cc.k_w - 1) - 2 * cc.pad;
-        cc.h_in = h_out + cc.dil * (cc.k_h - 1) - 2 * cc.pad;
+        if (reach_h <= 2 * cc.pad + 1 || reach_w <= 2 * cc.pad + 1) cc.pad = 0;
+        /* at stride 2 one more row and column than the windows reach, one time in two */
+        uint32_t extra = cc.stride == 2 ? rng_range(0, 1) : 0;
+        cc.h_in = reach_h - 2 * cc.pad + extra;
+        cc.w_in = reach_w - 2 * cc.pad + extra;
         cc.via_pad = 1;
         run_conv_case(&cc);
         kann_conv2d_packed_args a = conv_case_shape(&cc);
-        a.h_in = a.h_out + cc.dil * (cc.k_h - 1);
-        a.w_in = a.w_out + cc.dil * (cc.k_w - 1);
-        a.pad_top = a.pad_left = 0;
-        rows += kann_conv2d_packed_wide(&a) && !kann_conv2d_packed_direct(&a) &&
-                kann_conv2d_packed_rows(&a);
+        if (cc.stride == 1) {
+            a.h_in = a.h_out + cc.dil * (cc.k_h - 1);
+            a.w_in = a.w_out + cc.dil * (cc.k_w - 1);
+            a.pad_top = a.pad_left = 0;
+        }
+        int taken = !kann_conv2d_packed_direct(&a) && kann_conv2d_packed_rows(&a);
+        rows += taken;
+        band += taken && !kann_conv2d_rows_in_place(&a);
+        strided += taken && cc.stride == 2;
     }
-    assert_true(rows > 60); /* most cases took the rows path */
+    assert_true(rows > 90);    /* most cases took the rows path */
+    assert_true(strided > 30); /* of stride 2 */
+    assert_true(band > 15);    /* through the band buffer */
 }
 
 /* The AVX-512 direct path: 1 to 4 input channels, windows up to 9x9 (and a few over its
