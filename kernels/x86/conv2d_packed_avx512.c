@@ -528,12 +528,14 @@ void kann_conv_microkernel_12x32_avx512(const kann_conv_tile *t) {
 /* Output channels per pass (4 groups of 16): their weights stay in the L1 cache. */
 #define DIRECT_CHANNELS 64
 
-/* acc[c] = 16 pixels of channel c: sum over k of w[k * 16 + c] * src[off[k] + j], j < 16. */
-static inline __attribute__((always_inline)) void
-direct_sums(const float *w, const float *src, const ptrdiff_t *off, size_t K, __m512 acc[16]) {
+/* acc[c] = 16 pixels of channel c: init[c] plus the sum over k of w[k * 16 + c] * src[off[k] + j],
+ * j < 16. */
+static inline __attribute__((always_inline)) void direct_sums(const float *w, const float *src,
+                                                              const ptrdiff_t *off, size_t K,
+                                                              const __m512 *init, __m512 acc[16]) {
 #pragma GCC unroll 16
     for (int c = 0; c < 16; c++)
-        acc[c] = _mm512_setzero_ps();
+        acc[c] = init[c];
     for (size_t k = 0; k < K; k++, w += 16) {
         __m512 b = _mm512_loadu_ps(src + off[k]);
 #pragma GCC unroll 16
@@ -545,12 +547,14 @@ direct_sums(const float *w, const float *src, const ptrdiff_t *off, size_t K, __
 /* The same over 8 pixels (j < 8) in YMM registers, for a row's last block of at most 8: the
  * FMAs of a 256-bit vector take half a 512-bit one's issue, so a ragged tail costs half a block
  * (alexnet's 11x11 stride-4 stem, 55 columns as 16 + 16 + 16 + 7, one thread: 1.65 -> 1.5 ms). */
-static inline __attribute__((always_inline)) void
-direct_sums8(const float *w, const float *src, const ptrdiff_t *off, size_t K, __m512 acc[16]) {
+static inline __attribute__((always_inline)) void direct_sums8(const float *w, const float *src,
+                                                               const ptrdiff_t *off, size_t K,
+                                                               const __m512 *init,
+                                                               __m512 acc[16]) {
     __m256 a8[16];
 #pragma GCC unroll 16
     for (int c = 0; c < 16; c++)
-        a8[c] = _mm256_setzero_ps();
+        a8[c] = _mm512_castps512_ps256(init[c]);
     for (size_t k = 0; k < K; k++, w += 16) {
         __m256 b = _mm256_loadu_ps(src + off[k]);
 #pragma GCC unroll 16
@@ -579,16 +583,18 @@ typedef struct direct_pass {
     __m512 clamp_lo;
 } direct_pass;
 
-/* acc[c * V + v] = pixels [16 v, 16 v + 16) of channel c < 8 of a group: per reduction step V
- * vectors of consecutive inputs and 8 broadcast weights for 8 V FMAs. 16 channels by one
- * vector (direct_sums: 17 loads per 16 FMAs) ran at 85-90 % of the FMA rate on a core with
- * full-width 512-bit units; 8 by 3 (11 loads per 24 FMAs) keeps it fed. */
-static inline __attribute__((always_inline)) void direct_sums_8xv(const float *w, const float *src,
-                                                                  const ptrdiff_t *off, size_t K,
-                                                                  __m512 acc[24], const int V) {
-#pragma GCC unroll 24
-    for (int i = 0; i < 8 * V; i++)
-        acc[i] = _mm512_setzero_ps();
+/* acc[c * V + v] = init[c] plus pixels [16 v, 16 v + 16) of channel c < 8 of a group: per
+ * reduction step V vectors of consecutive inputs and 8 broadcast weights for 8 V FMAs. 16
+ * channels by one vector (direct_sums: 17 loads per 16 FMAs) ran at 85-90 % of the FMA rate on a
+ * core with full-width 512-bit units; 8 by 3 (11 loads per 24 FMAs) keeps it fed. */
+static inline __attribute__((always_inline)) void
+direct_sums_8xv(const float *w, const float *src, const ptrdiff_t *off, size_t K,
+                const __m512 *init, __m512 acc[24], const int V) {
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+#pragma GCC unroll 3
+        for (int v = 0; v < V; v++)
+            acc[c * V + v] = init[c];
     for (size_t k = 0; k < K; k++, w += 16) {
         const float *p = src + off[k];
         __m512 b[3];
@@ -605,29 +611,52 @@ static inline __attribute__((always_inline)) void direct_sums_8xv(const float *w
     }
 }
 
-/* Pixel vector v of the pass's channel ch at output pixel `at` (n lanes of it, mask m): bias,
- * residual and activation, then the store. CLAMP: a copy for the clamp activations, a max and a
- * min, where vf_act's switch (a jump through its table per vector) and the accumulators it
+/* What the stores of a block share, in registers: the block's first output pixel in its
+ * first channel's plane and in the residual's, planes hw floats apart. */
+typedef struct direct_out {
+    float *y;
+    const float *res;
+    size_t hw, ahead; /* ahead: the floats from a store to the one two rows on */
+} direct_out;
+
+static inline __attribute__((always_inline)) direct_out direct_out_of(const direct_pass *d,
+                                                                      size_t ch, size_t at) {
+    direct_out o = {d->y + ch * d->hw + at, d->res ? d->res + ch * d->hw + at : NULL, d->hw,
+                    2 * (size_t)d->a->w_out};
+    return o;
+}
+
+/* Pixel vector v (bias included) of channel l of the block at float j of its row: residual and
+ * activation, then the store (n lanes, mask m). CLAMP: a copy for the clamp activations, a max
+ * and a min, where vf_act's switch (a jump through its table per vector) and the accumulators it
  * pushed onto the stack took about a third of mobilenet_v2's stem (K = 27 steps a block). */
-static inline __attribute__((always_inline)) void direct_store(const direct_pass *d, size_t ch,
-                                                               size_t at, __m512 v, __mmask16 m,
+static inline __attribute__((always_inline)) void direct_store(const direct_pass *d,
+                                                               const direct_out *o, size_t l,
+                                                               size_t j, __m512 v, __mmask16 m,
                                                                size_t n, const int CLAMP) {
-    const kann_conv2d_packed_args *a = d->a;
-    if (d->bias) v = _mm512_add_ps(v, _mm512_set1_ps(d->bias[ch]));
-    if (d->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, d->res + ch * d->hw + at));
+    if (o->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o->res + l * o->hw + j));
     if (CLAMP)
         v = _mm512_min_ps(d->hi, _mm512_max_ps(d->clamp_lo, v));
     else if (d->vec_act)
-        v = vf_act(v, &a->act, d->lo, d->hi);
-    float *y = d->y + ch * d->hw + at;
+        v = vf_act(v, &d->a->act, d->lo, d->hi);
+    float *y = o->y + l * o->hw + j;
     /* the same columns two rows on: y is 3 MB inside a network and its lines come from L3
      * or memory (squeezenet1_1's stem, caches flushed between calls: 660 -> 586 µs; in a
      * run 691 -> 598; warm 1-2 % slower) */
-    _mm_prefetch((const char *)(y + 2 * a->w_out), _MM_HINT_T0);
+    _mm_prefetch((const char *)(y + o->ahead), _MM_HINT_T0);
     _mm512_mask_storeu_ps(y, m, v);
     if (!CLAMP && !d->vec_act)
-        for (size_t j = 0; j < n; j++)
-            y[j] = kann_act_apply(&a->act, y[j]);
+        for (size_t i = 0; i < n; i++)
+            y[i] = kann_act_apply(&d->a->act, y[i]);
+}
+
+/* The biases of channels [c0, c0 + N) of the pass as vectors (zero past its channels). */
+static inline __attribute__((always_inline)) void direct_bias(const direct_pass *d, size_t c0,
+                                                              const int N, __m512 *init) {
+#pragma GCC unroll 16
+    for (int l = 0; l < N; l++)
+        init[l] = d->bias && c0 + (size_t)l < d->nc ? _mm512_set1_ps(d->bias[c0 + (size_t)l])
+                                                    : _mm512_setzero_ps();
 }
 
 /* Pixels [ow0, ow0 + n) of output row oh (n <= 16), group g of the pass. */
@@ -635,34 +664,42 @@ static inline __attribute__((always_inline)) void direct_block(const direct_pass
                                                                size_t ow0, size_t n, size_t g,
                                                                const int CLAMP) {
     __mmask16 m = lanes(0, n);
-    size_t at = oh * d->a->w_out + ow0;
-    __m512 acc[16];
+    __m512 init[16], acc[16];
+    direct_bias(d, g * 16, 16, init);
     if (n <= 8)
-        direct_sums8(d->wt + g * d->K * 16, d->st + ow0, d->off, d->K, acc);
+        direct_sums8(d->wt + g * d->K * 16, d->st + ow0, d->off, d->K, init, acc);
     else
-        direct_sums(d->wt + g * d->K * 16, d->st + ow0, d->off, d->K, acc);
+        direct_sums(d->wt + g * d->K * 16, d->st + ow0, d->off, d->K, init, acc);
     size_t nl = d->nc - g * 16 < 16 ? d->nc - g * 16 : 16;
-    for (size_t l = 0; l < nl; l++)
-        direct_store(d, g * 16 + l, at, acc[l], m, n, CLAMP);
+    direct_out o = direct_out_of(d, g * 16, oh * d->a->w_out + ow0);
+#pragma GCC unroll 16
+    for (size_t l = 0; l < 16; l++) {
+        if (l >= nl) break;
+        direct_store(d, &o, l, 0, acc[l], m, n, CLAMP);
+    }
 }
 
 /* Pixels [ow0, ow0 + n) of output row oh (16 V - 16 < n <= 16 V), channels [8 h, 8 h + 8) of
- * group g of the pass. */
+ * group g of the pass. The stores' loops are unrolled: the accumulators stay in registers. */
 static inline __attribute__((always_inline)) void direct_block_8xv(const direct_pass *d, size_t oh,
                                                                    size_t ow0, size_t n, size_t g,
                                                                    size_t h, const int V,
                                                                    const int CLAMP) {
-    size_t at = oh * d->a->w_out + ow0, c0 = g * 16 + h * 8;
-    __m512 acc[24];
-    direct_sums_8xv(d->wt + g * d->K * 16 + h * 8, d->st + ow0, d->off, d->K, acc, V);
+    size_t c0 = g * 16 + h * 8;
+    __m512 init[8], acc[24];
+    direct_bias(d, c0, 8, init);
+    direct_sums_8xv(d->wt + g * d->K * 16 + h * 8, d->st + ow0, d->off, d->K, init, acc, V);
     size_t nl = d->nc - c0 < 8 ? d->nc - c0 : 8;
-    for (size_t l = 0; l < nl; l++)
+    direct_out o = direct_out_of(d, c0, oh * d->a->w_out + ow0);
+#pragma GCC unroll 8
+    for (size_t l = 0; l < 8; l++) {
+        if (l >= nl) break;
 #pragma GCC unroll 3
         for (int v = 0; v < V; v++) {
             size_t nv = n - 16 * (size_t)v < 16 ? n - 16 * (size_t)v : 16;
-            direct_store(d, c0 + l, at + 16 * (size_t)v, acc[l * V + v], lanes(0, nv), nv,
-                         CLAMP);
+            direct_store(d, &o, l, 16 * (size_t)v, acc[l * V + v], lanes(0, nv), nv, CLAMP);
         }
+    }
 }
 
 /* Columns [c0, c1) of output row oh, group by group, so that 16 planes take the row's stores
@@ -707,14 +744,17 @@ typedef struct direct_bufs {
     ptrdiff_t off[KANN_CONV_DIRECT_MAX_K];
 } direct_bufs;
 
-/* d for conv a over the buffers (no pass yet): tap k at off[k] from a block's start. */
-static void direct_setup(direct_pass *d, const kann_conv2d_packed_args *a, direct_bufs *bufs) {
+/* d for conv a over the buffers (no pass yet): tap k at off[k] from a block's start, the copy
+ * holding `rows` rows a channel (direct_stage's k_h window rows, or direct_stage_band's band; a
+ * window's row kh is row kh from the block's row either way: band rows only undilated). */
+static void direct_setup(direct_pass *d, const kann_conv2d_packed_args *a, direct_bufs *bufs,
+                         size_t rows) {
     size_t taps = (size_t)a->k_h * a->k_w, w_st = kann_conv2d_direct_row(a), S = a->stride_w;
     for (size_t c = 0; c < a->c_in; c++)
         for (size_t kh = 0; kh < a->k_h; kh++)
             for (size_t kw = 0; kw < a->k_w; kw++)
                 bufs->off[c * taps + kh * a->k_w + kw] =
-                    (ptrdiff_t)(((c * a->k_h + kh) * S + kw * a->dil_w % S) * w_st +
+                    (ptrdiff_t)(((c * rows + kh) * S + kw * a->dil_w % S) * w_st +
                                 kw * a->dil_w / S);
     d->a = a;
     d->wt = bufs->wt;
@@ -745,28 +785,55 @@ static void direct_pass_weights(direct_pass *d, const float *w, size_t m0, size_
             }
 }
 
-/* The window rows of output row oh into st, phase by phase: phase p of window row kh holds the
- * columns p - pad_left + i * stride_w, i < kann_conv2d_direct_row, zero outside x. */
-static void direct_stage(const kann_conv2d_packed_args *a, const float *x, size_t oh, float *st) {
+/* Input row ih of channel c into the copy's row dr, phase by phase: phase p holds the columns
+ * p - pad_left + i * stride_w, i < kann_conv2d_direct_row, zero outside x. */
+static void direct_stage_row(const kann_conv2d_packed_args *a, const float *x, size_t c,
+                             int64_t ih, float *dr) {
     size_t w_st = kann_conv2d_direct_row(a), S = a->stride_w, plane = (size_t)a->h_in * a->w_in;
+    if (ih < 0 || ih >= (int64_t)a->h_in) {
+        kann_fill_zero(dr, S * w_st);
+        return;
+    }
+    const float *x_row = x + c * plane + (size_t)ih * a->w_in;
+    if (S == 2) { /* both phases in one pass */
+        kann_row_pair_avx512(dr, dr + w_st, x_row, -(int64_t)a->pad_left, 2, a->w_in, w_st);
+        return;
+    }
+    for (size_t p = 0; p < S; p++)
+        kann_row_pair_avx512(dr + p * w_st, NULL, x_row, (int64_t)p - a->pad_left, a->stride_w,
+                             a->w_in, w_st);
+}
+
+/* The input rows [ih0, ih0 + n) of every channel into st, `rows` rows a channel. */
+static void direct_stage_band(const kann_conv2d_packed_args *a, const float *x, int64_t ih0,
+                              size_t n, size_t rows, float *st) {
+    size_t row = kann_conv2d_direct_row(a) * a->stride_w;
     for (size_t c = 0; c < a->c_in; c++)
-        for (size_t kh = 0; kh < a->k_h; kh++) {
-            float *dr = st + (c * a->k_h + kh) * S * w_st;
-            int64_t ih = (int64_t)oh * a->stride_h - a->pad_top + (int64_t)kh * a->dil_h;
-            if (ih < 0 || ih >= (int64_t)a->h_in) {
-                kann_fill_zero(dr, S * w_st);
-                continue;
-            }
-            const float *x_row = x + c * plane + (size_t)ih * a->w_in;
-            if (S == 2) { /* both phases in one pass */
-                kann_row_pair_avx512(dr, dr + w_st, x_row, -(int64_t)a->pad_left, 2, a->w_in,
-                                     w_st);
-                continue;
-            }
-            for (size_t p = 0; p < S; p++)
-                kann_row_pair_avx512(dr + p * w_st, NULL, x_row, (int64_t)p - a->pad_left,
-                                     a->stride_w, a->w_in, w_st);
-        }
+        for (size_t i = 0; i < n; i++)
+            direct_stage_row(a, x, c, ih0 + (int64_t)i, st + (c * rows + i) * row);
+}
+
+/* The window rows of output row oh into st, k_h rows a channel. */
+static void direct_stage(const kann_conv2d_packed_args *a, const float *x, size_t oh, float *st) {
+    size_t row = kann_conv2d_direct_row(a) * a->stride_w;
+    for (size_t c = 0; c < a->c_in; c++)
+        for (size_t kh = 0; kh < a->k_h; kh++)
+            direct_stage_row(a, x, c,
+                             (int64_t)oh * a->stride_h - a->pad_top + (int64_t)kh * a->dil_h,
+                             st + (c * a->k_h + kh) * row);
+}
+
+/* Output rows a band of the direct path's copy holds: as many as fit, up to
+ * DIRECT_BAND_ROWS, undilated windows only (else 1, the window rows alone). A window row
+ * shared by the output rows of a band is copied once (the stride-2 RGB stems copied each of
+ * theirs 1.5 times a row). */
+#define DIRECT_BAND_ROWS 8
+static size_t direct_band(const kann_conv2d_packed_args *a) {
+    if (a->dil_h != 1) return 1;
+    size_t row = kann_conv2d_direct_row(a) * a->stride_w, B = DIRECT_BAND_ROWS;
+    while (B > 1 && a->c_in * ((B - 1) * a->stride_h + a->k_h) * row > KANN_CONV_DIRECT_STAGE)
+        B--;
+    return B;
 }
 
 /* The tile's channels in passes of DIRECT_CHANNELS, each over the tile's pixels row by row. */
@@ -781,27 +848,39 @@ static __attribute__((noinline)) void direct_drive(const kann_conv2d_packed_args
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
     direct_bufs bufs;
     direct_pass d;
-    direct_setup(&d, a, &bufs);
+    size_t B = direct_band(a), band_rows = (B - 1) * a->stride_h + a->k_h;
+    size_t row = kann_conv2d_direct_row(a) * a->stride_w;
+    direct_setup(&d, a, &bufs, B > 1 ? band_rows : a->k_h);
     d.hw = hw;
+    size_t oh_first = p_begin / a->w_out, oh_end = (p_end - 1) / a->w_out + 1;
     for (size_t m0 = m_begin; m0 < m_end; m0 += DIRECT_CHANNELS) {
         direct_pass_weights(&d, w, m0, m_end - m0 < DIRECT_CHANNELS ? m_end - m0 : DIRECT_CHANNELS,
                             &bufs);
         d.bias = bias ? bias + m0 : NULL;
         d.res = res ? res + m0 * hw : NULL;
         d.y = kann_mref(ex, a->y) + m0 * hw;
-        for (size_t oh = p_begin / a->w_out; oh * a->w_out < p_end; oh++) {
-            size_t c0 = oh * a->w_out < p_begin ? p_begin - oh * a->w_out : 0;
-            size_t c1 = (oh + 1) * a->w_out > p_end ? p_end - oh * a->w_out : a->w_out;
-            direct_stage(a, x, oh, bufs.st);
-            /* the next row's window rows, while this row's blocks run: inside a network the
+        for (size_t oh0 = oh_first; oh0 < oh_end; oh0 += B) {
+            size_t n = oh_end - oh0 < B ? oh_end - oh0 : B;
+            int64_t ih0 = (int64_t)(oh0 * a->stride_h) - a->pad_top;
+            if (B > 1)
+                direct_stage_band(a, x, ih0, (n - 1) * a->stride_h + a->k_h, band_rows, bufs.st);
+            else
+                direct_stage(a, x, oh0, bufs.st);
+            /* the next band's window rows, while this band's blocks run: inside a network the
              * image has left the caches (regnet_x_400mf's stem in its --profile, one thread,
              * three alternated rounds: 349-355 -> 343-347 µs) */
-            kann_prefetch_rows(x, 0, a->c_in, (int64_t)((oh + 1) * a->stride_h) - a->pad_top,
-                               (size_t)(a->k_h - 1) * a->dil_h + 1, a->h_in, a->w_in);
-            if (d.clamp)
-                direct_blocks_clamp(&d, oh, c0, c1);
-            else
-                direct_blocks(&d, oh, c0, c1);
+            kann_prefetch_rows(x, 0, a->c_in, ih0 + (int64_t)(n * a->stride_h),
+                               (B - 1) * a->stride_h + (size_t)(a->k_h - 1) * a->dil_h + 1,
+                               a->h_in, a->w_in);
+            for (size_t oh = oh0; oh < oh0 + n; oh++) {
+                size_t c0 = oh * a->w_out < p_begin ? p_begin - oh * a->w_out : 0;
+                size_t c1 = (oh + 1) * a->w_out > p_end ? p_end - oh * a->w_out : a->w_out;
+                d.st = bufs.st + (oh - oh0) * a->stride_h * row;
+                if (d.clamp)
+                    direct_blocks_clamp(&d, oh, c0, c1);
+                else
+                    direct_blocks(&d, oh, c0, c1);
+            }
         }
     }
 }
@@ -1069,7 +1148,7 @@ void kann_f32_conv2d_maxpool_avx512(const void *args, const kann_exec *ex) {
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     direct_bufs bufs;
     maxpool_direct md;
-    direct_setup(&md.d, &c, &bufs);
+    direct_setup(&md.d, &c, &bufs, c.k_h);
     md.bufs = &bufs;
     md.x = kann_cref(ex, a->x);
     float bt[DIRECT_CHANNELS];
