@@ -628,16 +628,19 @@ static inline __attribute__((always_inline)) direct_out direct_out_of(const dire
 
 /* Pixel vector v (bias included) of channel l of the block at float j of its row: residual and
  * activation, then the store (n lanes, mask m). CLAMP: a copy for the clamp activations, a max
- * and a min, where vf_act's switch (a jump through its table per vector) and the accumulators it
- * pushed onto the stack took about a third of mobilenet_v2's stem (K = 27 steps a block). */
+ * and a min (CLAMP 1: clip), a max alone (2: relu) or nothing (3: none), where vf_act's switch (a
+ * jump through its table per vector) and the accumulators it pushed onto the stack took about a
+ * third of mobilenet_v2's stem (K = 27 steps a block). */
 static inline __attribute__((always_inline)) void direct_store(const direct_pass *d,
                                                                const direct_out *o, size_t l,
                                                                size_t j, __m512 v, __mmask16 m,
                                                                size_t n, const int CLAMP) {
     if (o->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o->res + l * o->hw + j));
-    if (CLAMP)
+    if (CLAMP == 1)
         v = _mm512_min_ps(d->hi, _mm512_max_ps(d->clamp_lo, v));
-    else if (d->vec_act)
+    else if (CLAMP == 2)
+        v = _mm512_max_ps(d->clamp_lo, v);
+    else if (!CLAMP && d->vec_act)
         v = vf_act(v, &d->a->act, d->lo, d->hi);
     float *y = o->y + l * o->hw + j;
     /* the same columns two rows on: y is 3 MB inside a network and its lines come from L3
@@ -735,6 +738,16 @@ static __attribute__((noinline)) void direct_blocks(const direct_pass *d, size_t
 static __attribute__((noinline)) void direct_blocks_clamp(const direct_pass *d, size_t oh,
                                                           size_t c0, size_t c1) {
     direct_blocks_as(d, oh, c0, c1, 1);
+}
+
+static __attribute__((noinline)) void direct_blocks_relu(const direct_pass *d, size_t oh,
+                                                         size_t c0, size_t c1) {
+    direct_blocks_as(d, oh, c0, c1, 2);
+}
+
+static __attribute__((noinline)) void direct_blocks_none(const direct_pass *d, size_t oh,
+                                                         size_t c0, size_t c1) {
+    direct_blocks_as(d, oh, c0, c1, 3);
 }
 
 /* The buffers of the direct path (on the caller's stack). */
@@ -876,7 +889,11 @@ static __attribute__((noinline)) void direct_drive(const kann_conv2d_packed_args
                 size_t c0 = oh * a->w_out < p_begin ? p_begin - oh * a->w_out : 0;
                 size_t c1 = (oh + 1) * a->w_out > p_end ? p_end - oh * a->w_out : a->w_out;
                 d.st = bufs.st + (oh - oh0) * a->stride_h * row;
-                if (d.clamp)
+                if (a->act.kind == KANN_ACT_RELU)
+                    direct_blocks_relu(&d, oh, c0, c1);
+                else if (a->act.kind == KANN_ACT_NONE)
+                    direct_blocks_none(&d, oh, c0, c1);
+                else if (d.clamp)
                     direct_blocks_clamp(&d, oh, c0, c1);
                 else
                     direct_blocks(&d, oh, c0, c1);
