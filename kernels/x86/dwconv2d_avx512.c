@@ -610,9 +610,8 @@ d3_block_at(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, cons
     }
 }
 
-/* The tile's channels and rows; CLAMP: the activation is a clamp (1: clip, a max and a min; 2:
- * relu, a max; 3: none), SILU: it is SiLU (constants per copy, so their stores have no switch;
- * others go through dw_store). */
+/* The tile's channels and rows; CLAMP: the activation is a clamp, SILU: it is SiLU (constants
+ * per copy, so their stores have no switch; others go through dw_store). */
 static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_args *a,
                                                           const kann_exec *ex, kann_dw_range rg,
                                                           int K, int S, int CLAMP, int SILU) {
@@ -659,12 +658,7 @@ static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_ar
                         if (CLAMP || SILU) {
                             if (rr)
                                 v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(out, rr + r * a->w_out));
-                            if (CLAMP == 1)
-                                v = _mm512_min_ps(o.hi, _mm512_max_ps(o.lo, v));
-                            else if (CLAMP == 2)
-                                v = _mm512_max_ps(o.lo, v);
-                            else if (SILU)
-                                v = vf_silu(v);
+                            v = CLAMP ? _mm512_min_ps(o.hi, _mm512_max_ps(o.lo, v)) : vf_silu(v);
                             _mm512_mask_storeu_ps(yr + r * a->w_out, out, v);
                         } else {
                             dw_store(v, out, yr + r * a->w_out, rr ? rr + r * a->w_out : NULL, &o);
@@ -679,11 +673,7 @@ static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_ar
 /* One window side and stride: the three epilogue copies. */
 static inline __attribute__((always_inline)) void
 d3_side_stride(const kann_dwconv2d_args *a, const kann_exec *ex, kann_dw_range rg, int K, int S) {
-    if (a->act.kind == KANN_ACT_RELU)
-        d3_rows(a, ex, rg, K, S, 2, 0);
-    else if (a->act.kind == KANN_ACT_NONE)
-        d3_rows(a, ex, rg, K, S, 3, 0);
-    else if (kann_act_is_clamp(&a->act))
+    if (kann_act_is_clamp(&a->act))
         d3_rows(a, ex, rg, K, S, 1, 0);
     else if (a->act.kind == KANN_ACT_SILU)
         d3_rows(a, ex, rg, K, S, 0, 1);
