@@ -501,10 +501,12 @@ static void test_conv2d_packed_lanes_narrow(void **state) {
  * tiles along channels (inside the vector) and along pixels inside rows. */
 static void test_conv2d_packed_rows_narrow(void **state) {
     (void)state;
-    rng_state = 5151;
     static const uint32_t widths[] = {7, 14, 28, 56};
     int rows = 0, band = 0, strided = 0;
     for (int i = 0; i < 120; i++) {
+        /* each case from its own seed: the draws inside run_conv_case depend on how many
+         * variants this CPU (or valgrind's) runs, the counts below must not */
+        rng_state = 5151u + 7919u * (uint32_t)i;
         conv_case cc = {0};
         cc.k_h = rng_range(1, 5);
         cc.k_w = rng_range(cc.k_h == 1 ? 2 : 1, 5);
@@ -534,9 +536,9 @@ static void test_conv2d_packed_rows_narrow(void **state) {
         band += taken && !kann_conv2d_rows_in_place(&a);
         strided += taken && cc.stride == 2;
     }
-    assert_true(rows > 90);    /* most cases took the rows path */
-    assert_true(strided > 30); /* of stride 2 */
-    assert_true(band > 15);    /* through the band buffer */
+    assert_true(rows > 90);    /* most cases took the rows path (111) */
+    assert_true(strided > 25); /* of stride 2 (32) */
+    assert_true(band > 12);    /* through the band buffer (18) */
 }
 
 /* The AVX-512 direct path: 1 to 4 input channels, windows up to 9x9 (and a few over its
