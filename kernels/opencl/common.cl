@@ -23,6 +23,18 @@
 #define TILE_AXIS U(0)
 #define TILE_BEGIN U(1)
 #define TILE_END U(2)
+/* A kernel of two tile axes: the range of the axis its tile runs along, [b0, e0) for axis 0 or
+ * [b1, e1) for axis 1, narrowed to the tile; the other keeps the whole extent it holds. */
+#define KANN_TILE_RANGES(b0, e0, b1, e1)                                                           \
+    do {                                                                                           \
+        if (TILE_AXIS == 0) {                                                                      \
+            b0 = TILE_BEGIN;                                                                       \
+            e0 = TILE_END;                                                                         \
+        } else {                                                                                   \
+            b1 = TILE_BEGIN;                                                                       \
+            e1 = TILE_END;                                                                         \
+        }                                                                                          \
+    } while (0)
 
 /* CPU-style kernels (local size 1) walk rows or blocks in bands, a few large work-items rather
  * than one per element: PoCL spends microseconds on each work-group. The n units are split

@@ -96,13 +96,7 @@ kernel void f32_conv_lanes(KANN_KERNEL_ARGS) {
     const uint c_out = U(CF(c_out)), h_out = U(CF(h_out));
     const float alpha = F(CF(act_alpha)), beta = F(CF(act_beta));
     uint m_b = 0, m_e = c_out, p_b = 0, p_e = h_out * W_OUT;
-    if (TILE_AXIS == 0) {
-        m_b = TILE_BEGIN;
-        m_e = TILE_END;
-    } else {
-        p_b = TILE_BEGIN;
-        p_e = TILE_END;
-    }
+    KANN_TILE_RANGES(m_b, m_e, p_b, p_e);
     const uint m0 = m_b + (uint)get_global_id(2) * 12;
     const uint K = c_in * KH * KW;
     global const float *x = IN_REF(CF(x));

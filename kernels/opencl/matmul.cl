@@ -21,13 +21,7 @@
 #define MATMUL_SHAPE_AND_TILE                                                                      \
     const uint m = U(A_matmul_m), n = U(A_matmul_n), k = U(A_matmul_k);                            \
     uint i_b = 0, j_b = 0, i_e = m, j_e = n;                                                       \
-    if (TILE_AXIS == 0) {                                                                          \
-        i_b = TILE_BEGIN;                                                                          \
-        i_e = TILE_END;                                                                            \
-    } else {                                                                                       \
-        j_b = TILE_BEGIN;                                                                          \
-        j_e = TILE_END;                                                                            \
-    }
+    KANN_TILE_RANGES(i_b, i_e, j_b, j_e);
 
 #if ROWS
 /* MM rows per block (1, 2, 4 or 8): the host picks the fewest that cover the tile's rows, so

@@ -278,13 +278,7 @@ kernel void f32_pointwise_gap_groups(KANN_KERNEL_ARGS) {
 kernel void f32_pointwise_lanes(KANN_KERNEL_ARGS) {
     const uint c_in = U(A_pointwise_lanes_c_in), hw = U(A_pointwise_lanes_hw);
     uint m_b = 0, m_e = U(A_pointwise_lanes_c_out), p_b = 0, p_e = hw;
-    if (TILE_AXIS == 0) {
-        m_b = TILE_BEGIN;
-        m_e = TILE_END;
-    } else {
-        p_b = TILE_BEGIN;
-        p_e = TILE_END;
-    }
+    KANN_TILE_RANGES(m_b, m_e, p_b, p_e);
     const uint p = p_b + get_global_id(0), m = m_b + get_global_id(1);
     if (p >= p_e || m >= m_e) return;
     global const float *x = IN_REF(A_pointwise_lanes_x) + p;

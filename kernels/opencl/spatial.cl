@@ -202,13 +202,7 @@ kernel void f32_resize(KANN_KERNEL_ARGS) {
 kernel void f32_conv2d_maxpool(KANN_KERNEL_ARGS) {
     const uint w_out = U(MP(w_out)), h_out = U(MP(h_out)), c_out = U(MP(c_out));
     uint m_b = 0, q_b = 0, m_e = c_out, q_e = h_out;
-    if (TILE_AXIS == 0) {
-        m_b = TILE_BEGIN;
-        m_e = TILE_END;
-    } else {
-        q_b = TILE_BEGIN;
-        q_e = TILE_END;
-    }
+    KANN_TILE_RANGES(m_b, m_e, q_b, q_e);
     const uint r = get_global_id(0), q = q_b + get_global_id(1), m = m_b + get_global_id(2);
     if (r >= w_out || q >= q_e || m >= m_e) return;
     const int c_in = I(MP(c_in)), h_in = I(MP(h_in)), w_in = I(MP(w_in));

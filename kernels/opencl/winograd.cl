@@ -57,13 +57,7 @@ inline wino_shape wino_read_shape(global const uint *args, uint at) {
     s.m_end = s.c_out;
     s.t_begin = 0;
     s.t_end = (s.h_out + s.e - 1) / s.e * s.tiles_w;
-    if (TILE_AXIS == 0) {
-        s.m_begin = TILE_BEGIN;
-        s.m_end = TILE_END;
-    } else {
-        s.t_begin = TILE_BEGIN;
-        s.t_end = TILE_END;
-    }
+    KANN_TILE_RANGES(s.m_begin, s.m_end, s.t_begin, s.t_end);
     return s;
 }
 

@@ -526,6 +526,11 @@ static inline int kann_conv2d_packed_lanes(const kann_conv2d_packed_args *a, siz
 #define KANN_CONV_ROWS_PX 28
 #define KANN_CONV_ROWS_BAND_FLOATS 8192
 
+/* Input rows (or columns) the windows of n >= 1 outputs span along an axis. */
+static inline uint64_t kann_conv_reach(uint64_t n, uint32_t stride, uint32_t k, uint32_t dil) {
+    return (n - 1) * stride + (uint64_t)(k - 1) * dil + 1;
+}
+
 /* Output rows of a rows-path group (KANN_CONV_ROWS_PX pixels, whole rows of w columns). */
 static inline uint64_t kann_conv2d_rows_group_rows(uint64_t w) {
     return w % KANN_CONV_ROWS_PX == 0 ? 1 : KANN_CONV_ROWS_PX / w;
@@ -534,8 +539,8 @@ static inline uint64_t kann_conv2d_rows_group_rows(uint64_t w) {
 /* Every window of a inside x, no padding: x is read in place. */
 static inline int kann_conv2d_rows_in_place(const kann_conv2d_packed_args *a) {
     return a->pad_top == 0 && a->pad_left == 0 &&
-           a->h_in >= (a->h_out - 1) * (uint64_t)a->stride_h + (uint64_t)(a->k_h - 1) * a->dil_h + 1 &&
-           a->w_in >= (a->w_out - 1) * (uint64_t)a->stride_w + (uint64_t)(a->k_w - 1) * a->dil_w + 1;
+           a->h_in >= kann_conv_reach(a->h_out, a->stride_h, a->k_h, a->dil_h) &&
+           a->w_in >= kann_conv_reach(a->w_out, a->stride_w, a->k_w, a->dil_w);
 }
 
 /* Input column 0's place in a band row of the rows path: the padding columns before it, input
@@ -545,15 +550,15 @@ static inline int kann_conv2d_rows_in_place(const kann_conv2d_packed_args *a) {
 /* Floats of a band row of the rows path: its columns up to the last window's end, whole
  * vectors. */
 static inline uint64_t kann_conv2d_rows_band_row(const kann_conv2d_packed_args *a) {
-    uint64_t reach = (a->w_out - 1) * (uint64_t)a->stride_w + (uint64_t)(a->k_w - 1) * a->dil_w + 1;
+    uint64_t reach = kann_conv_reach(a->w_out, a->stride_w, a->k_w, a->dil_w);
     return (KANN_CONV_ROWS_BAND_COL0 - a->pad_left + reach + 15) / 16 * 16;
 }
 
 /* Floats of the band buffer a group's output rows read: channel planes of the rows their
  * windows reach. */
 static inline uint64_t kann_conv2d_rows_band(const kann_conv2d_packed_args *a) {
-    uint64_t R = kann_conv2d_rows_group_rows(a->w_out);
-    uint64_t rows = (R - 1) * a->stride_h + (uint64_t)(a->k_h - 1) * a->dil_h + 1;
+    uint64_t rows =
+        kann_conv_reach(kann_conv2d_rows_group_rows(a->w_out), a->stride_h, a->k_h, a->dil_h);
     return a->c_in * rows * kann_conv2d_rows_band_row(a);
 }
 

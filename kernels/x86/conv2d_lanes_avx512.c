@@ -261,7 +261,7 @@ static void lanes_pack(const float *w, size_t K, size_t m0, size_t nc, size_t k0
 
 /* Input rows the windows of `rows` output rows reach. */
 static inline size_t lanes_in_rows(const kann_conv2d_packed_args *a, size_t rows) {
-    return (rows - 1) * a->stride_h + (size_t)(a->k_h - 1) * a->dil_h + 1;
+    return (size_t)kann_conv_reach(rows, a->stride_h, a->k_h, a->dil_h);
 }
 
 /* The band of output rows [oh0, oh0 + rows): input channels [c0, c0 + cb) of its windows'

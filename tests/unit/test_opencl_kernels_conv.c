@@ -265,42 +265,18 @@ static double act_slope(const kann_act *a) {
  * the arena (y outside the tile too) unchanged. */
 static void pointwise_lanes_check(kt *k, const kann_pointwise_lanes_args *a) {
     const uint32_t kernel = KANN_KERNEL_F32_POINTWISE_LANES;
-    kann_bounds b = {(k->arena.used + 63) / 64 * 64, (k->consts.used + 63) / 64 * 64};
-    kann_error e;
-    if (kann_kernels[kernel].validate(a, &b, &e) != KANN_OK)
-        fail_msg("the test built invalid pointwise_lanes arguments: %s", e.message);
-    size_t arena_size = (size_t)b.arena_size, const_size = (size_t)b.const_size;
-    kann_ocl_launch l;
-    if (kann_ocl_plan_launch(kernel, a, kt_style, &l, &e) != KANN_OK)
-        fail_msg("plan: %s", e.message);
+    kann_bounds b = kt_bounds(k, kernel, a);
+    size_t arena_size = (size_t)b.arena_size;
     uint8_t *got = malloc(arena_size);
     assert_non_null(got);
-    memcpy(got, k->arena.data, arena_size);
-    if (l.global[0] && l.global[1] && l.global[2]) {
-        cl_mem args = kt_buffer(CL_MEM_READ_ONLY, sizeof *a, a);
-        cl_mem arena = kt_buffer(CL_MEM_READ_WRITE, arena_size, k->arena.data);
-        cl_mem consts = kt_buffer(CL_MEM_READ_ONLY, const_size, k->consts.data);
-        kt_enqueue(&l, l.entry, l.global, args, arena, consts);
-        cl_int rc =
-            clEnqueueReadBuffer(kt_dev.queue, arena, CL_TRUE, 0, arena_size, got, 0, NULL, NULL);
-        assert_int_equal(rc, CL_SUCCESS);
-        clReleaseMemObject(args);
-        clReleaseMemObject(arena);
-        clReleaseMemObject(consts);
-    }
+    kt_device_run(k, kernel, a, sizeof *a, b, got);
     const float *x = (const float *)(void *)kt_ptr(k, a->x);
     const float *w = (const float *)(void *)kt_ptr(k, a->w);
     const float *bias = a->bias.space ? (const float *)(void *)kt_ptr(k, a->bias) : NULL;
     const float *res = a->residual.space ? (const float *)(void *)kt_ptr(k, a->residual) : NULL;
     size_t y_at = (size_t)a->y.offset, y_len = (size_t)a->c_out * a->hw * 4;
-    uint32_t m_b = 0, m_e = a->c_out, p_b = 0, p_e = a->hw;
-    if (a->tile.axis == 0) {
-        m_b = a->tile.begin;
-        m_e = a->tile.end;
-    } else {
-        p_b = a->tile.begin;
-        p_e = a->tile.end;
-    }
+    size_t m_b, m_e, p_b, p_e;
+    kann_pointwise_lanes_tile(a, &m_b, &m_e, &p_b, &p_e);
     for (size_t i = 0; i < arena_size; i++) /* the arena outside y: untouched */
         if ((i < y_at || i >= y_at + y_len) && got[i] != k->arena.data[i])
             fail_msg("pointwise_lanes wrote arena byte %zu outside y", i);

@@ -214,22 +214,23 @@ static inline void kt_enqueue(const kann_ocl_launch *l, const char *entry, const
  * CL_DEVICE_TYPE_GPU (work-groups); both run on any device. */
 static cl_device_type kt_style = CL_DEVICE_TYPE_CPU;
 
-/* Validates the record (the test must build legal arguments), runs it both ways and compares.
- * exact: compare bytes (data movement, integers); else floats within 1e-4. */
-static inline void kt_run(kt *k, uint32_t kernel, const void *args, size_t args_size, int exact) {
+/* The arena and constants bounds of k, the record validated against them (the test must build
+ * legal arguments). */
+static inline kann_bounds kt_bounds(kt *k, uint32_t kernel, const void *args) {
     kann_bounds b = {(k->arena.used + 63) / 64 * 64, (k->consts.used + 63) / 64 * 64};
     kann_error e;
     if (kann_kernels[kernel].validate(args, &b, &e) != KANN_OK)
         fail_msg("the test built invalid %s arguments: %s", kann_kernels[kernel].name, e.message);
-    size_t arena_size = (size_t)b.arena_size, const_size = (size_t)b.const_size;
-    uint8_t *want = malloc(arena_size), *got = malloc(arena_size);
-    assert_non_null(want);
-    assert_non_null(got);
-    memcpy(want, k->arena.data, arena_size);
-    kann_exec ex = {want, k->consts.data};
-    kann_kernels[kernel].ref(args, &ex);
+    return b;
+}
 
+/* The record run on the device (kt_style) over a copy of k's arena and constants (bounds b):
+ * got (b.arena_size bytes) receives the arena as the run left it. */
+static inline void kt_device_run(kt *k, uint32_t kernel, const void *args, size_t args_size,
+                                 kann_bounds b, uint8_t *got) {
+    size_t arena_size = (size_t)b.arena_size, const_size = (size_t)b.const_size;
     kann_ocl_launch l;
+    kann_error e;
     if (kann_ocl_plan_launch(kernel, args, kt_style, &l, &e) != KANN_OK)
         fail_msg("plan: %s", e.message);
     memcpy(got, k->arena.data, arena_size);
@@ -251,6 +252,20 @@ static inline void kt_run(kt *k, uint32_t kernel, const void *args, size_t args_
         clReleaseMemObject(consts);
         free(arg_words);
     }
+}
+
+/* Validates the record (the test must build legal arguments), runs it both ways and compares.
+ * exact: compare bytes (data movement, integers); else floats within 1e-4. */
+static inline void kt_run(kt *k, uint32_t kernel, const void *args, size_t args_size, int exact) {
+    kann_bounds b = kt_bounds(k, kernel, args);
+    size_t arena_size = (size_t)b.arena_size;
+    uint8_t *want = malloc(arena_size), *got = malloc(arena_size);
+    assert_non_null(want);
+    assert_non_null(got);
+    memcpy(want, k->arena.data, arena_size);
+    kann_exec ex = {want, k->consts.data};
+    kann_kernels[kernel].ref(args, &ex);
+    kt_device_run(k, kernel, args, args_size, b, got);
     long bad = kt_compare(want, got, arena_size, exact);
     if (bad >= 0) {
         float u, v;
