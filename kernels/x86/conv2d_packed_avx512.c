@@ -977,7 +977,49 @@ typedef struct maxpool_direct {
     direct_bufs *bufs;
     const float *x;
     const float *bt; /* the pass's biases, 16 per group, 0 past its channels */
+    int across;      /* each conv row pooled across its columns in its slot (maxpool_across) */
 } maxpool_direct;
+
+/* Whether a conv row's slot can hold its own maxima across the pool's columns: pooled column r
+ * written over column r only once no later window reads it (every window after r's starts past
+ * r: stride above the left pad), and no more pooled columns than the slot's; windows of up to
+ * 16 rows (maxpool_down's). */
+static int maxpool_across_fits(const kann_conv2d_maxpool_args *a) {
+    return a->pool_stride_w > a->pool_pad_left && a->w_out <= a->w_conv && a->pool_k_h <= 16;
+}
+
+/* The slot of a conv row ([group][column][16], groups gs floats apart) pooled across its
+ * columns in place: pooled column r's maximum over its window's columns inside the row, 16
+ * channels a vector, at column r. NaNs are skipped, as pool2d does. */
+static void maxpool_across(const kann_conv2d_maxpool_args *a, float *slot, size_t gs,
+                           size_t n_groups) {
+    const __m512 none = _mm512_set1_ps(-INFINITY);
+    size_t w = a->w_conv, kw = a->pool_k_w, s = a->pool_stride_w, pl = a->pool_pad_left;
+    /* windows [r_in, r_end) lie wholly inside the row */
+    size_t r_in = (pl + s - 1) / s, r_end = w >= kw - pl ? (w + pl - kw) / s + 1 : 0;
+    if (r_end > a->w_out) r_end = a->w_out;
+    if (r_in > r_end) r_in = r_end;
+    for (size_t g = 0; g < n_groups; g++) {
+        float *row = slot + g * gs;
+        for (size_t r = 0; r < a->w_out; r++) {
+            if (r == r_in && kw == 3) { /* the common window, its three loads at once */
+                for (; r < r_end; r++) {
+                    const float *p = row + (r * s - pl) * 16;
+                    __m512 acc = _mm512_max_ps(_mm512_loadu_ps(p), none);
+                    acc = _mm512_max_ps(_mm512_loadu_ps(p + 16), acc);
+                    _mm512_storeu_ps(row + r * 16, _mm512_max_ps(_mm512_loadu_ps(p + 32), acc));
+                }
+                if (r == a->w_out) break;
+            }
+            size_t left = r * s, j0 = left < pl ? 0 : left - pl, j1 = left + kw - pl;
+            if (j1 > w) j1 = w;
+            __m512 acc = none;
+            for (size_t j = j0; j < j1; j++)
+                acc = _mm512_max_ps(_mm512_loadu_ps(row + j * 16), acc);
+            _mm512_storeu_ps(row + r * 16, acc);
+        }
+    }
+}
 
 /* NP pixels of NG groups of 16 channels (NG * NP <= 24 accumulators) from the window rows' copy
  * at src into the ring slot out ([group][column][16], groups gs floats apart): per reduction
@@ -1099,6 +1141,44 @@ static void maxpool_direct_row(const kann_conv2d_maxpool_args *a, const kann_exe
         }
         if (ow < w) maxpool_direct_tail(d, wg, bt, d->st + ow, out + ow * 16, gs, gn, w - ow);
     }
+    if (md->across) maxpool_across(a, slot, gs, n_groups);
+}
+
+/* Pooled row q of the pass's channels from the ring rows [lo, hi), each already pooled across
+ * its columns (maxpool_across): 16 pooled pixels' maxima over the window rows, turned into 16
+ * channel rows of y. NaNs are skipped, as pool2d does. */
+static void maxpool_down(const kann_conv2d_maxpool_args *a, const kann_exec *ex, size_t q,
+                         size_t lo, size_t hi, size_t m_begin, size_t m_end) {
+    size_t w16 = ((size_t)a->w_conv + 15) / 16 * 16, w_out = a->w_out;
+    size_t first = lo % a->pool_k_h, hw = (size_t)a->h_out * w_out;
+    const __m512 none = _mm512_set1_ps(-INFINITY);
+    const float *rows[16];
+    size_t n_rows = 0;
+    for (size_t i = lo, sl = first; i < hi; i++, sl = kann_maxpool_next_slot(a, sl))
+        rows[n_rows++] = kann_maxpool_slot_at(a, ex, sl);
+    float *y = kann_mref(ex, a->y) + q * w_out;
+    for (size_t g = 0; g * 16 < m_end - m_begin; g++) {
+        size_t nl = m_end - m_begin - g * 16 < 16 ? m_end - m_begin - g * 16 : 16;
+        size_t at = g * w16 * 16;
+        for (size_t r0 = 0; r0 < w_out; r0 += 16) {
+            size_t n = w_out - r0 < 16 ? w_out - r0 : 16;
+            /* 16 columns even past w_out (inside the slot's w16; their lanes are not stored) */
+            __m512 out[16];
+#pragma GCC unroll 16
+            for (size_t j = 0; j < 16; j++)
+                out[j] = none;
+            for (size_t i = 0; i < n_rows; i++) {
+                const float *p = rows[i] + at + r0 * 16;
+#pragma GCC unroll 16
+                for (size_t j = 0; j < 16; j++)
+                    out[j] = _mm512_max_ps(_mm512_loadu_ps(p + j * 16), out[j]);
+            }
+            kann_transpose16_ps(out);
+            __mmask16 keep = lanes(0, n);
+            for (size_t l = 0; l < nl; l++)
+                _mm512_mask_storeu_ps(y + (m_begin + g * 16 + l) * hw + r0, keep, out[l]);
+        }
+    }
 }
 
 /* Pooled row q of the pass's channels from the ring rows [lo, hi) as maxpool_direct_row left
@@ -1168,6 +1248,7 @@ void kann_f32_conv2d_maxpool_avx512(const void *args, const kann_exec *ex) {
     direct_setup(&md.d, &c, &bufs, c.k_h);
     md.bufs = &bufs;
     md.x = kann_cref(ex, a->x);
+    md.across = maxpool_across_fits(a);
     float bt[DIRECT_CHANNELS];
     md.bt = bt;
     for (size_t m0 = m_begin; m0 < m_end; m0 += DIRECT_CHANNELS) {
@@ -1176,7 +1257,7 @@ void kann_f32_conv2d_maxpool_avx512(const void *args, const kann_exec *ex) {
         for (size_t l = 0; l < DIRECT_CHANNELS; l++)
             bt[l] = bias && l < nc ? bias[m0 + l] : 0.0f;
         kann_conv2d_maxpool_drive(a, ex, m0, m0 + nc, q_begin, q_end, maxpool_direct_row, &md,
-                                  maxpool_direct_pool);
+                                  md.across ? maxpool_down : maxpool_direct_pool);
     }
 }
 
