@@ -198,7 +198,7 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
     kc_bind_scratch(g, p, c, offsetof(kann_conv2d_winograd_args, scratch), "winograd_tiles",
                     (int64_t)kann_wino_scratch_floats((uint64_t)positions, a->c_in,
                                                       (uint64_t)tiles));
-    kc_set_tile(c, a->c_out, KANN_CONV_PANEL, (uint32_t)tiles, KANN_CONV_PIXEL_GRANULE);
+    kc_set_tile(c, a->c_out, KANN_WINO_CHANNEL_GRANULE, (uint32_t)tiles, KANN_CONV_PIXEL_GRANULE);
     c->macs = (double)a->c_out * a->h_out * a->w_out * a->c_in * 9;
     c->axis0_whole = (double)positions * a->c_in * (double)tiles;
     /* a block's transforms take 16 tiles a vector: a part of a block costs about a whole one

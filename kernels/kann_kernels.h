@@ -376,9 +376,10 @@ static inline void kann_pointwise_lanes_tile(const kann_pointwise_lanes_args *a,
  * do not all fall in one cache set), T rounded up to whole blocks, of which a tile writes only
  * the part of its own tiles (axis 1) or, along axis 0, all of it: the compiler gives each
  * stream a scratch of its own (the layout inside is private to the variant).
- * Tile axes: 0 = output channels (begin a multiple of KANN_CONV_PANEL), 1 = output tiles t
- * (begin a multiple of KANN_CONV_PIXEL_GRANULE). */
+ * Tile axes: 0 = output channels (begin a multiple of KANN_WINO_CHANNEL_GRANULE: a tile may
+ * start inside a panel), 1 = output tiles t (begin a multiple of KANN_CONV_PIXEL_GRANULE). */
 #define KANN_WINO_POS_PAD 16
+#define KANN_WINO_CHANNEL_GRANULE 4
 
 /* Floats from one position's rows of a block's transformed tiles to the next. Unpadded, c_in a
  * multiple of 32 put the positions 4 KiB apart: a channel's 36 rows, stored by the input

@@ -23,8 +23,9 @@
  * GPUs run f32_conv2d_winograd: one work-item per output channel and tile, transforming its
  * input tile on the fly (tens of thousands of independent work-items, no scratch).
  *
- * Tiles: axis 0 splits output channels (begin a multiple of WB), axis 1 output tiles (begin a
- * multiple of WINO_BLOCK), so the blocks of a record are whole blocks of the layout. */
+ * Tiles: axis 0 splits output channels (begin a multiple of 4, maybe inside a panel of WB: the
+ * CPU devices' GEMM computes the whole panel and stores the record's rows), axis 1 output tiles
+ * (begin a multiple of WINO_BLOCK), so the blocks of a record are whole blocks of the layout. */
 
 #define WB 12         /* output channels per work-item: one weight panel */
 #define WINO_BLOCK 32 /* output tiles per block: KANN_CONV_PIXEL_GRANULE */
@@ -447,7 +448,8 @@ inline int wino_at(int a, int i) {
  * tile of the record. */
 __attribute__((always_inline)) inline void
 wino_gemm_block(global const uint *args, uint at, global float *arena, global const float *consts,
-                const wino_shape *s, size_t q0, uint n, size_t m0, uint nb, const int wide) {
+                const wino_shape *s, size_t q0, uint n, size_t m0, uint r0, uint nb,
+                const int wide) {
     const size_t panels = (s->c_out + WB - 1) / WB;
     global const float *u = IN_REF(A_conv2d_winograd_u) + m0 / WB * s->c_in * WB;
     const size_t pos = WINO_POS_STRIDE(s->c_in); /* between positions */
@@ -483,7 +485,7 @@ wino_gemm_block(global const uint *args, uint at, global float *arena, global co
     /* output row 2 th + a of a run interleaves the lanes of y[a][0] and y[a][1] */
     const size_t hw = (size_t)s->h_out * s->w_out;
     const wino_out out = wino_read_out(args, at, arena, consts);
-    for (uint r = 0; r < nb; r++) {
+    for (uint r = r0; r < nb; r++) {
         const float bias = wino_bias(args, at, arena, consts, m0 + r);
         /* a run's vector load may reach 15 lanes past the block */
         float lanes[2][2][WINO_BLOCK + 16];
@@ -516,7 +518,8 @@ wino_gemm_block(global const uint *args, uint at, global float *arena, global co
  * vector of 16 tiles at a time (half of mb, the weights read twice). */
 __attribute__((always_inline)) inline void
 wino4_gemm_block(global const uint *args, uint at, global float *arena, global const float *consts,
-                 const wino_shape *s, size_t q0, uint n, size_t m0, uint nb, const int wide) {
+                 const wino_shape *s, size_t q0, uint n, size_t m0, uint r0, uint nb,
+                 const int wide) {
     const size_t panels = (s->c_out + WB - 1) / WB;
     global const float *u = IN_REF(A_conv2d_winograd_u) + m0 / WB * s->c_in * WB;
     const size_t pos = WINO_POS_STRIDE(s->c_in); /* between positions */
@@ -541,7 +544,7 @@ wino4_gemm_block(global const uint *args, uint at, global float *arena, global c
      * 2 and 3 first (zip: tiles 0..7, then 8..15), then the two pairs (zip2: four tiles) */
     const size_t hw = (size_t)s->h_out * s->w_out;
     const wino_out out = wino_read_out(args, at, arena, consts);
-    for (uint r = 0; r < nb; r++) {
+    for (uint r = r0; r < nb; r++) {
         const float bias = wino_bias(args, at, arena, consts, m0 + r);
         /* a run's vector load may reach 15 lanes past the block */
         float lanes[4][4][WINO_BLOCK + 16];
@@ -585,23 +588,25 @@ wino4_gemm_block(global const uint *args, uint at, global float *arena, global c
     }
 }
 
-/* NDRange: (panels of the record's channels, blocks of its tiles): the panels of a block run
- * one after another while its transformed tiles are in cache. */
+/* NDRange: (the panels the record's channels reach into, blocks of its tiles): the panels of a
+ * block run one after another while its transformed tiles are in cache. A record along output
+ * channels may start or end inside a panel: its rows [r0, nb) of the panel at m0 are stored. */
 kernel void f32_wino_gemm(KANN_KERNEL_ARGS) {
     const wino_shape s = wino_read_shape(args, at);
     const size_t q0 = (s.t_begin / WINO_BLOCK + get_global_id(1)) * WINO_BLOCK;
-    const size_t m0 = s.m_begin + get_global_id(0) * WB;
+    const size_t m0 = (s.m_begin / WB + get_global_id(0)) * WB;
     if (q0 >= s.t_end || m0 >= s.m_end) return;
     const uint n = min((size_t)WINO_BLOCK, s.t_end - q0), nb = min((size_t)WB, s.m_end - m0);
+    const uint r0 = s.m_begin > m0 ? (uint)(s.m_begin - m0) : 0;
     if (s.e == 4) {
         if (n > 16)
-            wino4_gemm_block(args, at, arena, consts, &s, q0, n, m0, nb, 1);
+            wino4_gemm_block(args, at, arena, consts, &s, q0, n, m0, r0, nb, 1);
         else
-            wino4_gemm_block(args, at, arena, consts, &s, q0, n, m0, nb, 0);
+            wino4_gemm_block(args, at, arena, consts, &s, q0, n, m0, r0, nb, 0);
     } else if (n > 16) {
-        wino_gemm_block(args, at, arena, consts, &s, q0, n, m0, nb, 1);
+        wino_gemm_block(args, at, arena, consts, &s, q0, n, m0, r0, nb, 1);
     } else {
-        wino_gemm_block(args, at, arena, consts, &s, q0, n, m0, nb, 0);
+        wino_gemm_block(args, at, arena, consts, &s, q0, n, m0, r0, nb, 0);
     }
 }
 

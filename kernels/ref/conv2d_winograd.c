@@ -45,7 +45,7 @@ kann_status kann_conv2d_winograd_validate(const void *args, const kann_bounds *b
     if ((s = kann_check_tile(&a->tile, 2, extents, err)) != KANN_OK ||
         (s = kann_check_act(&a->act, err)) != KANN_OK)
         return s;
-    uint32_t align = a->tile.axis == 0 ? KANN_CONV_PANEL : KANN_CONV_PIXEL_GRANULE;
+    uint32_t align = a->tile.axis == 0 ? KANN_WINO_CHANNEL_GRANULE : KANN_CONV_PIXEL_GRANULE;
     if ((s = kann_check_tile_begin(&a->tile, align, "conv2d_winograd", err)) != KANN_OK) return s;
     uint32_t panels = a->c_out / KANN_CONV_PANEL + (a->c_out % KANN_CONV_PANEL != 0);
     uint32_t u_dims[4] = {positions, panels, a->c_in, KANN_CONV_PANEL};

@@ -246,10 +246,21 @@ static inline void kann_wino_output_block(const kann_conv2d_winograd_args *a, co
     }
 }
 
-/* The weight panel of output channel m0 at position p. */
+/* The weights of output channel m0 at position p: its row of its panel (the panel's rows from
+ * m0 on, KANN_CONV_PANEL floats a reduction step). */
 static inline const float *kann_wino_panel(const float *u, size_t p, size_t m0, size_t panels,
                                            size_t c_in) {
-    return u + (p * panels + m0 / KANN_CONV_PANEL) * c_in * KANN_CONV_PANEL;
+    return u + (p * panels + m0 / KANN_CONV_PANEL) * c_in * KANN_CONV_PANEL +
+           m0 % KANN_CONV_PANEL;
+}
+
+/* The end of the rows from output channel m0 in its panel, at most m_end: a tile along output
+ * channels may start inside a panel (at a multiple of KANN_WINO_CHANNEL_GRANULE), so that two
+ * streams cut 64 channels 32 + 32 rather than 36 + 28; a GEMM then takes the panel's rows from
+ * m0 on, at most 12 - m0 % 12 of them. */
+static inline size_t kann_wino_panel_end(size_t m0, size_t m_end) {
+    size_t end = (m0 / KANN_CONV_PANEL + 1) * KANN_CONV_PANEL;
+    return end < m_end ? end : m_end;
 }
 
 /* Blocks of 32 output tiles: the input transform into scratch, then per weight panel of the
@@ -277,15 +288,15 @@ kann_conv2d_winograd_drive(const kann_conv2d_winograd_args *a, const kann_exec *
         size_t n = t_end - q0 < KANN_WINO_BLOCK ? t_end - q0 : KANN_WINO_BLOCK;
         float *v = scratch + (reuse ? t_begin : q0) / KANN_WINO_BLOCK * block_floats;
         input(a, x, q0, n, v);
-        for (size_t m0 = m_begin; m0 < m_end; m0 += KANN_CONV_PANEL) {
-            size_t mr = m_end - m0 < KANN_CONV_PANEL ? m_end - m0 : KANN_CONV_PANEL;
+        /* panel by panel, a tile's first (and last) maybe in part: its rows from m0 on */
+        for (size_t m0 = m_begin, m1; m0 < m_end; m0 = m1) {
+            m1 = kann_wino_panel_end(m0, m_end);
+            size_t mr = m1 - m0;
             for (size_t p = 0; p < positions; p++) {
                 /* the GEMMs go position by position, then panel by panel, then the next block
                  * from the first panel again */
                 size_t p_next = p + 1 < positions ? p + 1 : 0;
-                size_t m_next = p_next                         ? m0
-                                : m0 + KANN_CONV_PANEL < m_end ? m0 + KANN_CONV_PANEL
-                                                               : m_begin;
+                size_t m_next = p_next ? m0 : m1 < m_end ? m1 : m_begin;
                 gemm(kann_wino_panel(u, p, m0, panels, c_in),
                      kann_wino_panel(u, p_next, m_next, panels, c_in),
                      v + p * pos_stride, c_in, n, mr,

@@ -131,13 +131,15 @@ static void input_block(const kann_conv2d_winograd_args *a, const float *x, size
 /* Reduction steps the weights are prefetched ahead, into the next GEMM's panel at the end. */
 #define WINO_U_PREFETCH 64
 
-/* Columns [j0, j0 + 8) of the 12 x n GEMM; prefetch (a constant in each inlined copy): the
- * first 8 columns prefetch the weights (the later ones find the panel in cache). */
-static inline __attribute__((always_inline)) void gemm_12x8(const float *u, const float *u_next,
-                                                            const float *v, size_t c_in, float *m,
-                                                            size_t j0, int prefetch) {
+/* Columns [j0, j0 + 8) of the rows x n GEMM, rows 4, 8 or 12 of the panel from u on (a
+ * constant in each inlined copy: a tile along output channels may start inside a panel, whose
+ * rows past it are not read); prefetch (a constant too): the first 8 columns prefetch the
+ * weights (the later ones find the panel in cache). */
+static inline __attribute__((always_inline)) void gemm_rx8(const float *u, const float *u_next,
+                                                           const float *v, size_t c_in, float *m,
+                                                           size_t j0, int rows, int prefetch) {
     __m256 c[KANN_CONV_PANEL];
-    for (int r = 0; r < KANN_CONV_PANEL; r++)
+    for (int r = 0; r < rows; r++)
         c[r] = _mm256_setzero_ps();
     size_t ahead = c_in < WINO_U_PREFETCH ? c_in : WINO_U_PREFETCH;
     const float *uk = u, *vk = v + j0, *u_end = u + c_in * KANN_CONV_PANEL;
@@ -149,19 +151,29 @@ static inline __attribute__((always_inline)) void gemm_12x8(const float *u, cons
             pf += KANN_CONV_PANEL;
         }
         __m256 b = _mm256_loadu_ps(vk);
-        for (int r = 0; r < KANN_CONV_PANEL; r++)
+        for (int r = 0; r < rows; r++)
             c[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(uk + r), b, c[r]);
     }
-    for (int r = 0; r < KANN_CONV_PANEL; r++)
+    for (int r = 0; r < rows; r++)
         _mm256_storeu_ps(m + r * KANN_WINO_BLOCK + j0, c[r]);
+}
+
+static inline __attribute__((always_inline)) void gemm_rows8(const float *u, const float *u_next,
+                                                             const float *v, size_t c_in, size_t n,
+                                                             float *m, int rows) {
+    gemm_rx8(u, u_next, v, c_in, m, 0, rows, 1);
+    for (size_t j0 = 8; j0 < n; j0 += 8)
+        gemm_rx8(u, u_next, v, c_in, m, j0, rows, 0);
 }
 
 static void gemm_12x8x4(const float *u, const float *u_next, const float *v, size_t c_in, size_t n,
                         size_t mr, float *m) {
-    (void)mr;
-    gemm_12x8(u, u_next, v, c_in, m, 0, 1);
-    for (size_t j0 = 8; j0 < n; j0 += 8)
-        gemm_12x8(u, u_next, v, c_in, m, j0, 0);
+    if (mr > 8)
+        gemm_rows8(u, u_next, v, c_in, n, m, 12);
+    else if (mr > 4)
+        gemm_rows8(u, u_next, v, c_in, n, m, 8);
+    else
+        gemm_rows8(u, u_next, v, c_in, n, m, 4);
 }
 
 /* o = A^T m of F(2x2, 3x3) on vectors. */

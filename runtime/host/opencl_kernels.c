@@ -347,7 +347,10 @@ static void winograd_launch(const kann_conv2d_winograd_args *a, cl_device_type t
     size_t e = a->transform == KANN_WINO_F4X4 ? 4 : 2;
     size_t tiles = ((size_t)a->h_out + e - 1) / e * (((size_t)a->w_out + e - 1) / e);
     size_t len = (size_t)a->tile.end - a->tile.begin;
-    size_t channels = a->tile.axis == 0 ? len : a->c_out, panels = (channels + 11) / 12;
+    size_t channels = a->tile.axis == 0 ? len : a->c_out;
+    /* the panels the channels reach into (a record along them may start inside one) */
+    size_t m_begin = a->tile.axis == 0 ? a->tile.begin : 0;
+    size_t panels = channels ? (m_begin + channels + 11) / 12 - m_begin / 12 : 0;
     if (a->tile.axis == 0) len = channels ? tiles : 0;
     if (!(type & CL_DEVICE_TYPE_CPU)) {
         program_launch(l, KANN_OCL_PROGRAM_SPATIAL, "f32_conv2d_winograd", panels ? channels : 0,

@@ -155,7 +155,7 @@ static void run_case(kann_wino_transform transform, int with_bias, int with_res)
     for (int v = 0; v < nv; v++) {
         /* the whole record, or two complementary tiles on a random axis */
         uint32_t axis = rng_range(0, 1), ext = axis == 0 ? a.c_out : (uint32_t)T;
-        uint32_t align = axis == 0 ? KANN_CONV_PANEL : KANN_CONV_PIXEL_GRANULE;
+        uint32_t align = axis == 0 ? KANN_WINO_CHANNEL_GRANULE : KANN_CONV_PIXEL_GRANULE;
         uint32_t cut = rng_range(0, (ext + align - 1) / align) * align;
         if (cut > ext) cut = ext;
         kann_tile tiles[2] = {{axis, 0, cut, 0}, {axis, cut, ext, 0}};

@@ -80,7 +80,7 @@ static void run_case(uint64_t seed, wino_extents max, kann_wino_transform transf
     a.y = kt_output(&k, a.c_out * hw * 4, 4);
     a.scratch = kt_output(&k, (size_t)kann_wino_scratch_floats(positions, a.c_in, T) * 4, 4);
     uint32_t axis = kt_range(&k, 0, 1);
-    a.tile = axis == 0 ? kt_aligned_tile(&k, 0, a.c_out, KANN_CONV_PANEL)
+    a.tile = axis == 0 ? kt_aligned_tile(&k, 0, a.c_out, KANN_WINO_CHANNEL_GRANULE)
                        : kt_aligned_tile(&k, 1, T, KANN_CONV_PIXEL_GRANULE);
     /* The CPU style writes the scratch as the reference does. The GPU style transforms tiles
      * on the fly and leaves it alone: for that one, run the reference once beforehand so that
