@@ -93,8 +93,12 @@ static int winograd_pays(const kann_conv2d_args *c2) {
            winograd_tiles2(c2) >= KANN_WINO_MIN_TILES;
 }
 
-/* Transformed F(4x4, 3x3) weights up to this size are taken to stay in cache. */
-#define KANN_WINO_F4_CACHED_WEIGHTS (5u << 19) /* 2.5 MiB */
+/* Transformed F(4x4, 3x3) weights up to this size are taken to stay in cache. Inside a network
+ * every layer's weights come from L3 or memory at each run: squeezenet1_1's four 13x13 expand
+ * convs (1.3 and 2.4 MB of F(4x4) weights, 0.6 and 1 MB of F(2x2)) took 98-103 and 158-163 µs
+ * cold on F(2x2) against 106-108 and 162-164 on F(4x4), though 90 and 151 against 71 and 119 run
+ * twice in a row; the whole model 2.79 -> 2.74 ms on one thread, 1.48 -> 1.44 on two. */
+#define KANN_WINO_F4_CACHED_WEIGHTS (1u << 20) /* 1 MiB */
 
 /* The tiles of a Winograd conv. F(4x4, 3x3) does 2.25 multiply-adds per output and input
  * channel in its GEMMs against F(2x2, 3x3)'s 4, and measured 20-30 % faster on maps from 13x13
