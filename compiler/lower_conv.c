@@ -93,12 +93,15 @@ static int winograd_pays(const kann_conv2d_args *c2) {
            winograd_tiles2(c2) >= KANN_WINO_MIN_TILES;
 }
 
-/* Transformed F(4x4, 3x3) weights up to this size are taken to stay in cache. Inside a network
- * every layer's weights come from L3 or memory at each run: squeezenet1_1's four 13x13 expand
- * convs (1.3 and 2.4 MB of F(4x4) weights, 0.6 and 1 MB of F(2x2)) took 98-103 and 158-163 µs
- * cold on F(2x2) against 106-108 and 162-164 on F(4x4), though 90 and 151 against 71 and 119 run
- * twice in a row; the whole model 2.79 -> 2.74 ms on one thread, 1.48 -> 1.44 on two. */
-#define KANN_WINO_F4_CACHED_WEIGHTS (1u << 20) /* 1 MiB */
+/* Transformed F(4x4, 3x3) weights up to this size a stream are taken to stay in cache. Inside a
+ * network every layer's weights come from L3 or memory at each run: on one stream squeezenet1_1's
+ * four 13x13 expand convs (1.3 and 2.4 MB of F(4x4) weights, 0.6 and 1 MB of F(2x2)) took 98-103
+ * and 158-163 µs cold on F(2x2) against 106-108 and 162-164 on F(4x4), though 90 and 151 against
+ * 71 and 119 run twice in a row (the whole model 2.79 -> 2.74 ms). On P streams each reads its
+ * output channels' part of the weights, and F(4x4)'s single block of 16 tiles splits along
+ * output channels evenly, where F(2x2)'s 49 tiles split 32 + 17: on two streams those four convs
+ * took 50 / 50 and 80 / 82 µs a stream on F(4x4) against 61 / 50 and 102 / 82 on F(2x2). */
+#define KANN_WINO_F4_STREAM_WEIGHTS (5u << 18) /* 1.25 MiB */
 
 /* The tiles of a Winograd conv. F(4x4, 3x3) does 2.25 multiply-adds per output and input
  * channel in its GEMMs against F(2x2, 3x3)'s 4, and measured 20-30 % faster on maps from 13x13
@@ -116,7 +119,7 @@ static kann_wino_transform winograd_transform(const kann_conv2d_args *c2, int st
     uint64_t u_bytes = 36 * 4 * (uint64_t)c2->c_in * c2->c_out;
     uint64_t panels = (c2->c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
     uint64_t P = streams > 1 ? (uint64_t)streams : 1;
-    int fits = tiles >= KANN_CONV_PIXEL_GRANULE || u_bytes <= KANN_WINO_F4_CACHED_WEIGHTS;
+    int fits = tiles >= KANN_CONV_PIXEL_GRANULE || u_bytes <= KANN_WINO_F4_STREAM_WEIGHTS * P;
     return (blocks >= P || panels >= P) && fits ? KANN_WINO_F4X4 : KANN_WINO_F2X2;
 }
 
