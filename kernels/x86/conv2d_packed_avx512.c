@@ -988,36 +988,41 @@ static int maxpool_across_fits(const kann_conv2d_maxpool_args *a) {
     return a->pool_stride_w > a->pool_pad_left && a->w_out <= a->w_conv && a->pool_k_h <= 16;
 }
 
+/* Pooled columns [r0, r1) of a slot row ([column][16]) in place, window by window over the
+ * columns inside the row, from -inf; NaNs skipped. */
+static inline void maxpool_windows(const kann_conv2d_maxpool_args *a, float *row, size_t r0,
+                                   size_t r1) {
+    size_t w = a->w_conv, kw = a->pool_k_w, s = a->pool_stride_w, pl = a->pool_pad_left;
+    for (size_t r = r0; r < r1; r++) {
+        size_t left = r * s, j0 = left < pl ? 0 : left - pl, j1 = left + kw - pl;
+        __m512 acc = _mm512_set1_ps(-INFINITY);
+        for (size_t j = j0; j < (j1 < w ? j1 : w); j++)
+            acc = _mm512_max_ps(_mm512_loadu_ps(row + j * 16), acc);
+        _mm512_storeu_ps(row + r * 16, acc);
+    }
+}
+
 /* The slot of a conv row ([group][column][16], groups gs floats apart) pooled across its
  * columns in place: pooled column r's maximum over its window's columns inside the row, 16
- * channels a vector, at column r. NaNs are skipped, as pool2d does. */
+ * channels a vector, at column r. NaNs are skipped, as pool2d does. The windows wholly inside
+ * the row, [r_in, r_end), of 3 columns (the common one) take their three loads at once. */
 static void maxpool_across(const kann_conv2d_maxpool_args *a, float *slot, size_t gs,
                            size_t n_groups) {
     const __m512 none = _mm512_set1_ps(-INFINITY);
     size_t w = a->w_conv, kw = a->pool_k_w, s = a->pool_stride_w, pl = a->pool_pad_left;
-    /* windows [r_in, r_end) lie wholly inside the row */
     size_t r_in = (pl + s - 1) / s, r_end = w >= kw - pl ? (w + pl - kw) / s + 1 : 0;
     if (r_end > a->w_out) r_end = a->w_out;
-    if (r_in > r_end) r_in = r_end;
+    if (r_in > r_end || kw != 3) r_in = r_end;
     for (size_t g = 0; g < n_groups; g++) {
         float *row = slot + g * gs;
-        for (size_t r = 0; r < a->w_out; r++) {
-            if (r == r_in && kw == 3) { /* the common window, its three loads at once */
-                for (; r < r_end; r++) {
-                    const float *p = row + (r * s - pl) * 16;
-                    __m512 acc = _mm512_max_ps(_mm512_loadu_ps(p), none);
-                    acc = _mm512_max_ps(_mm512_loadu_ps(p + 16), acc);
-                    _mm512_storeu_ps(row + r * 16, _mm512_max_ps(_mm512_loadu_ps(p + 32), acc));
-                }
-                if (r == a->w_out) break;
-            }
-            size_t left = r * s, j0 = left < pl ? 0 : left - pl, j1 = left + kw - pl;
-            if (j1 > w) j1 = w;
-            __m512 acc = none;
-            for (size_t j = j0; j < j1; j++)
-                acc = _mm512_max_ps(_mm512_loadu_ps(row + j * 16), acc);
-            _mm512_storeu_ps(row + r * 16, acc);
+        maxpool_windows(a, row, 0, r_in);
+        for (size_t r = r_in; r < r_end; r++) {
+            const float *p = row + (r * s - pl) * 16;
+            __m512 acc = _mm512_max_ps(_mm512_loadu_ps(p), none);
+            acc = _mm512_max_ps(_mm512_loadu_ps(p + 16), acc);
+            _mm512_storeu_ps(row + r * 16, _mm512_max_ps(_mm512_loadu_ps(p + 32), acc));
         }
+        maxpool_windows(a, row, r_end, a->w_out);
     }
 }
 
@@ -1144,6 +1149,17 @@ static void maxpool_direct_row(const kann_conv2d_maxpool_args *a, const kann_exe
     if (md->across) maxpool_across(a, slot, gs, n_groups);
 }
 
+/* out[j]: 16 channels of pooled pixel j < n, turned into the rows of nl channel planes (hw
+ * floats apart) from y on. */
+static inline __attribute__((always_inline)) void maxpool_store_pixels(__m512 out[16], float *y,
+                                                                       size_t hw, size_t nl,
+                                                                       size_t n) {
+    kann_transpose16_ps(out);
+    __mmask16 keep = lanes(0, n);
+    for (size_t l = 0; l < nl; l++)
+        _mm512_mask_storeu_ps(y + l * hw, keep, out[l]);
+}
+
 /* Pooled row q of the pass's channels from the ring rows [lo, hi), each already pooled across
  * its columns (maxpool_across): 16 pooled pixels' maxima over the window rows, turned into 16
  * channel rows of y. NaNs are skipped, as pool2d does. */
@@ -1173,10 +1189,7 @@ static void maxpool_down(const kann_conv2d_maxpool_args *a, const kann_exec *ex,
                 for (size_t j = 0; j < 16; j++)
                     out[j] = _mm512_max_ps(_mm512_loadu_ps(p + j * 16), out[j]);
             }
-            kann_transpose16_ps(out);
-            __mmask16 keep = lanes(0, n);
-            for (size_t l = 0; l < nl; l++)
-                _mm512_mask_storeu_ps(y + (m_begin + g * 16 + l) * hw + r0, keep, out[l]);
+            maxpool_store_pixels(out, y + (m_begin + g * 16) * hw + r0, hw, nl, n);
         }
     }
 }
@@ -1220,10 +1233,7 @@ static void maxpool_direct_pool(const kann_conv2d_maxpool_args *a, const kann_ex
                 }
                 out[j] = acc;
             }
-            kann_transpose16_ps(out);
-            __mmask16 keep = lanes(0, n);
-            for (size_t l = 0; l < nl; l++)
-                _mm512_mask_storeu_ps(y + (m_begin + g * 16 + l) * hw + r0, keep, out[l]);
+            maxpool_store_pixels(out, y + (m_begin + g * 16) * hw + r0, hw, nl, n);
         }
     }
 }

@@ -608,7 +608,7 @@ d3_block_at(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, cons
         int full = K == 3;
         for (int kw = 0; kw < K; kw++)
             full &= m[kw] == 0xffff;
-        if (K == 3 && full)
+        if (full)
             d3_block(a, xc, wv, wc, bias, oh, (ptrdiff_t)c0, m, acc, R, K, 1);
         else
             d3_block(a, xc, wv, wc, bias, oh, (ptrdiff_t)c0, m, acc, R, K, 0);
