@@ -27,7 +27,7 @@
  * accumulators stay in registers. Their loops are unrolled by pragma: left to itself gcc kept
  * the accumulator array on the stack after the reduction and copied it to m through it, 24
  * more stores and 24 loads a GEMM, as many as the FMA cycles of 4 reduction steps (squeezenet1_1's
- * 55x55 Winograd convs over 16 channels, alone: 150 -> 129 us). */
+ * 55x55 Winograd convs over 16 channels, alone: 150 -> 129-135 us). */
 static inline __attribute__((always_inline)) void gemm_rxw(const float *u, const float *u_next,
                                                            const float *v, size_t c_in, float *m,
                                                            int rows, int w) {
