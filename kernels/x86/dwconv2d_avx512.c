@@ -486,15 +486,19 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
  * columns takes each input row as K loads shifted by a column (lanes whose tap falls into the
  * padding masked off, reading zero), and D3_ROWS output rows go together so that each input row
  * loaded feeds the K output rows that read it: (D3_ROWS + K - 1) * K loads for K * K * D3_ROWS
- * FMAs, no copy of the input and no transposes. A tile's last block may be of 4 or 2 rows, and
- * rows past the tile are computed and dropped (at most one). 3x3 keeps its 9 weights in
+ * FMAs, no copy of the input and no transposes. A tile's last block may be of 6, 4 or 2 rows,
+ * and rows past the tile are computed and dropped (at most one). 3x3 keeps its 9 weights in
  * registers; the FMAs of 5x5 broadcast its 25 from memory. 5x5 took the channels-in-lanes path
  * before, whose ring of transposed rows costs about what its taps do: one thread, warm, minima
  * of alternated rounds, 72 channels on 28x28 0.054 -> 0.045 ms, 120 on 56x56 0.362 -> 0.300, 144
  * from 56x56 at stride 2 0.155 -> 0.134. 7x7 stays there: its 49 weights broadcast by the FMAs
  * made it 4-5 % slower (96 channels on 56x56, 192 on 28x28, 384 on 14x14). */
 
-#define D3_ROWS 6
+#define D3_ROWS 8 /* 8 chains of FMAs: 4 cycles of latency at 2 a cycle. Blocks of 6 left a
+                   * quarter of the issue slots empty: one thread, warm, 3x3 with clip, 384
+                   * channels on 14x14 15.6 -> 13.9 us, 192 on 28x28 30.6 -> 28.8, 144 on 56x56
+                   * 86 -> 78, 96 from 112x112 at stride 2 139 -> 125. Blocks of 12 were no
+                   * better where they fit and cost a latency-bound tail block elsewhere. */
 
 /* Maps at least this wide take the path (a narrower one leaves lanes idle; the channels-in-lanes
  * path is faster there). */
@@ -653,10 +657,12 @@ static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_ar
                     __mmask16 out = kann_lanes16(0, (int64_t)(a->w_out - c0));
                     /* rows past the block's R are never stored: zero only to say so */
                     __m512 acc[D3_ROWS] = {0};
-                    /* a block of D3_ROWS rows, or of 4 or 2 for a tile's last rows (28 rows:
-                     * 4 blocks of 6 and one of 4, not a fifth of 6 with 2 rows dropped) */
-                    if (rows > 4)
+                    /* a block of D3_ROWS rows, or of 6, 4 or 2 for a tile's last rows (28 rows:
+                     * 3 blocks of 8 and one of 4, not a fourth of 8 with 4 rows dropped) */
+                    if (rows > 6)
                         d3_block_at(a, xc, wv, wc, bv, oh, c0, out, S, D3_ROWS, K, acc);
+                    else if (rows > 4)
+                        d3_block_at(a, xc, wv, wc, bv, oh, c0, out, S, 6, K, acc);
                     else if (rows > 2)
                         d3_block_at(a, xc, wv, wc, bv, oh, c0, out, S, 4, K, acc);
                     else
