@@ -205,14 +205,23 @@ static void store_stage(const float stage[][KANN_WINO_BLOCK], size_t positions, 
     }
 }
 
+/* The lanes of row4's six loads from column col0 of a row w_in wide that lie in the row. */
+static inline void row4_lanes(int64_t col0, int64_t w_in, __mmask16 m[6]) {
+    for (int q = 0; q < 4; q++)
+        m[q] = row_lanes(col0 + 16 * q, w_in);
+    m[4] = row_lanes(col0 + 64, w_in) & 1;
+    m[5] = row_lanes(col0 + 65, w_in) & 1;
+}
+
 /* Row y of the plane xc at the columns col0 + 4k + j of the 16 tiles k of a run, j = 0..5, into
- * d[j]; zero outside the plane (rows and columns of the padding, columns past the row; lanes of
+ * d[j] (m: row4_lanes of col0, made once a block); zero outside the plane (rows and columns of the padding, columns past the row; lanes of
  * tiles past the run hold whatever the row has there). The
  * 64 columns col0 .. col0 + 63 are split by column mod 4 in two steps: a permute puts columns
  * j and j + 1 of 8 tiles side by side, 128-bit shuffles join the halves; columns 4 and 5 of
  * tile k are columns 0 and 1 of tile k + 1. */
 static inline __attribute__((always_inline)) void row4(const float *xc, size_t h_in, size_t w_in,
-                                                       int64_t y, int64_t col0, __m512 d[6]) {
+                                                       int64_t y, int64_t col0,
+                                                       const __mmask16 m[6], __m512 d[6]) {
     if (y < 0 || y >= (int64_t)h_in) {
         for (int j = 0; j < 6; j++)
             d[j] = _mm512_setzero_ps();
@@ -225,13 +234,12 @@ static inline __attribute__((always_inline)) void row4(const float *xc, size_t h
     /* masked lanes are not read: col0 may be negative (padding, or a packed run read from an
      * earlier lane) */
     const float *row = xc + ((ptrdiff_t)y * (ptrdiff_t)w_in + col0);
-    int64_t w = (int64_t)w_in;
-    __m512 A = _mm512_maskz_loadu_ps(row_lanes(col0, w), row);
-    __m512 B = _mm512_maskz_loadu_ps(row_lanes(col0 + 16, w), row + 16);
-    __m512 C = _mm512_maskz_loadu_ps(row_lanes(col0 + 32, w), row + 32);
-    __m512 D = _mm512_maskz_loadu_ps(row_lanes(col0 + 48, w), row + 48);
-    __m512 t4 = _mm512_maskz_loadu_ps(row_lanes(col0 + 64, w) & 1, row + 64);
-    __m512 t5 = _mm512_maskz_loadu_ps(row_lanes(col0 + 65, w) & 1, row + 65);
+    __m512 A = _mm512_maskz_loadu_ps(m[0], row);
+    __m512 B = _mm512_maskz_loadu_ps(m[1], row + 16);
+    __m512 C = _mm512_maskz_loadu_ps(m[2], row + 32);
+    __m512 D = _mm512_maskz_loadu_ps(m[3], row + 48);
+    __m512 t4 = _mm512_maskz_loadu_ps(m[4], row + 64);
+    __m512 t5 = _mm512_maskz_loadu_ps(m[5], row + 65);
     __m512 ab01 = _mm512_permutex2var_ps(A, pair01, B), cd01 = _mm512_permutex2var_ps(C, pair01, D);
     __m512 ab23 = _mm512_permutex2var_ps(A, pair23, B), cd23 = _mm512_permutex2var_ps(C, pair23, D);
     d[0] = _mm512_shuffle_f32x4(ab01, cd01, _MM_SHUFFLE(1, 0, 1, 0));
@@ -249,6 +257,7 @@ static inline __attribute__((always_inline)) void row4(const float *xc, size_t h
  * first tile. */
 static inline __attribute__((always_inline)) void group_row4(const kann_conv2d_winograd_args *a,
                                                              const float *xc, const tile_run *runs,
+                                                             const __mmask16 (*rm)[6],
                                                              const lane_group *g, size_t i,
                                                              __m512 d[6]) {
     for (int j = 0; j < 6; j++)
@@ -258,7 +267,7 @@ static inline __attribute__((always_inline)) void group_row4(const kann_conv2d_w
         int64_t s = (int64_t)(run->j - g->base);
         __m512 row[6];
         row4(xc, a->h_in, a->w_in, (int64_t)(4 * run->th + i) - a->pad,
-             4 * ((int64_t)run->tw0 - s) - a->pad, row);
+             4 * ((int64_t)run->tw0 - s) - a->pad, rm[k], row);
         __mmask16 m = run->lanes;
         for (int j = 0; j < 6; j++)
             d[j] = _mm512_mask_mov_ps(d[j], m, row[j]);
@@ -308,6 +317,11 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
     lane_group groups[KANN_WINO_BLOCK];
     size_t n_groups = input_groups(a, q0, n, runs, groups);
     size_t ps = (size_t)kann_wino_pos_stride(a->c_in), plane = (size_t)a->h_in * a->w_in;
+    __mmask16 rm[KANN_WINO_BLOCK][6]; /* each run's load lanes, the same in every channel */
+    for (const lane_group *g = groups; g < groups + n_groups; g++)
+        for (size_t k = g->r; k < g->end; k++)
+            row4_lanes(4 * ((int64_t)runs[k].tw0 - (int64_t)(runs[k].j - g->base)) - a->pad,
+                       (int64_t)a->w_in, rm[k]);
     _Alignas(64) float stage[36][KANN_WINO_BLOCK];
     zero_stage_tail(stage, 36, n);
     for (size_t c = 0; c < a->c_in; c++) {
@@ -318,7 +332,7 @@ static void input_block4(const kann_conv2d_winograd_args *a, const float *x, siz
 #pragma GCC unroll 6
             for (size_t i = 0; i < 6; i++) {
                 __m512 d[6];
-                group_row4(a, xc, runs, g, i, d);
+                group_row4(a, xc, runs, rm, g, i, d);
                 wino_bt4(d, h[i]);
             }
             __mmask16 keep = first_lanes((int64_t)g->n);
@@ -407,15 +421,16 @@ static inline out_act out_act_of(const kann_act *act) {
 }
 
 /* Lanes [lo, hi) of the nv vectors v (as one array of 16 nv floats) to y[lo .. hi), plus the
- * residual res[lo .. hi) (if any), activated. Only those elements of y and res are accessed.
- * clamp: a constant where inlined, o->clamp (the activation as two compares, no switch). */
+ * residual res[lo .. hi) (if any), activated; keep[q]: those lanes of vector q. Only those
+ * elements of y and res are accessed. clamp: a constant where inlined, o->clamp (the activation
+ * as two compares, no switch). */
 static inline __attribute__((always_inline)) void store_lanes(float *y, const float *res,
                                                               const __m512 *v, int nv, int64_t lo,
-                                                              int64_t hi, const out_act *o,
-                                                              int clamp) {
+                                                              int64_t hi, const __mmask16 *keep,
+                                                              const out_act *o, int clamp) {
 #pragma GCC unroll 4
     for (int q = 0; q < nv; q++) {
-        __mmask16 kq = lane_range(lo - 16 * q, hi - 16 * q);
+        __mmask16 kq = keep[q];
         if (!kq) continue;
         __m512 vq = v[q];
         /* masked lanes are not accessed: y + 16 q may lie before the row */
@@ -433,11 +448,14 @@ static inline __attribute__((always_inline)) void store_lanes(float *y, const fl
 
 /* Where a run's outputs go: output row i of its tiles (i < rows; the others lie past the
  * bottom of y) takes the lanes [lo, hi) of its group's transformed row i (per outputs a tile,
- * past the right edge of y cut) to y[at + i w_out + lo ..]. */
+ * past the right edge of y cut) to y[at + i w_out + lo ..]; keep[q]: those lanes of its vector
+ * q. Worked out once a block: with the masks made at each store, the scalar work took about as
+ * long as the transform's vector work. */
 typedef struct run_out {
     ptrdiff_t at;
     int64_t lo, hi;
     size_t rows;
+    __mmask16 keep[4];
 } run_out;
 
 static void run_outputs(const kann_conv2d_winograd_args *a, const tile_run *runs,
@@ -453,6 +471,8 @@ static void run_outputs(const kann_conv2d_winograd_args *a, const tile_run *runs
             outs[k].hi = lo + cnt;
             outs[k].at = (ptrdiff_t)(oh * w_out + col0) - lo; /* lane lo lands on column col0 */
             outs[k].rows = a->h_out - oh < per ? a->h_out - oh : per;
+            for (int q = 0; q < 4; q++)
+                outs[k].keep[q] = lane_range(lo - 16 * q, lo + cnt - 16 * q);
         }
 }
 
@@ -463,7 +483,7 @@ store_runs(const run_out *outs, const lane_group *g, size_t i, size_t w_out, con
     for (const run_out *ro = outs + g->r; ro < outs + g->end; ro++) {
         if (i >= ro->rows) continue;
         ptrdiff_t at = ro->at + (ptrdiff_t)(i * w_out);
-        store_lanes(yr + at, rr ? rr + at : NULL, v, nv, ro->lo, ro->hi, o, clamp);
+        store_lanes(yr + at, rr ? rr + at : NULL, v, nv, ro->lo, ro->hi, ro->keep, o, clamp);
     }
 }
 
