@@ -23,15 +23,21 @@
 #define WINO_U_PREFETCH 64
 
 /* The rows x 32 (w == 2) or rows x 16 (w == 1) register tile over a block's first 16 w
- * columns, rows 4, 8 or 12 of the panel; w and rows are constants in each inlined copy, so the
+ * columns, rows 4, 8 or 12 of the panel, and with tail (w == 1) column 16 too, the panel's rows
+ * in the lanes of one more FMA a step (a 7x7 grid's second block of 17 tiles: the column tail
+ * through conv2d_packed's microkernel cost as much again in calls and set-up; squeezenet1_1's
+ * 13x13 expand convs over 64 channels alone, one thread, 140 -> 136 us, its 27x27 ones 103 ->
+ * 100); w, rows and tail are constants in each inlined copy, so the
  * accumulators stay in registers. Their loops are unrolled by pragma: left to itself gcc kept
  * the accumulator array on the stack after the reduction and copied it to m through it, 24
  * more stores and 24 loads a GEMM, as many as the FMA cycles of 4 reduction steps (squeezenet1_1's
  * 55x55 Winograd convs over 16 channels, alone: 150 -> 129-135 us). */
 static inline __attribute__((always_inline)) void gemm_rxw(const float *u, const float *u_next,
                                                            const float *v, size_t c_in, float *m,
-                                                           int rows, int w) {
+                                                           int rows, int w, int tail) {
     __m512 c[KANN_CONV_PANEL][2];
+    __m512 d = _mm512_setzero_ps(); /* tail: column 16 with the panel's rows in the lanes */
+    const __mmask16 panel = (__mmask16)((1u << KANN_CONV_PANEL) - 1u);
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++)
 #pragma GCC unroll 2
@@ -53,16 +59,24 @@ static inline __attribute__((always_inline)) void gemm_rxw(const float *u, const
             for (int h = 0; h < w; h++)
                 c[r][h] = _mm512_fmadd_ps(wr, b[h], c[r][h]);
         }
+        if (tail)
+            d = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(panel, u), _mm512_set1_ps(v[16]), d);
     }
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++)
 #pragma GCC unroll 2
         for (int h = 0; h < w; h++)
             _mm512_storeu_ps(m + r * KANN_WINO_BLOCK + 16 * h, c[r][h]);
+    if (tail) {
+        float col[16];
+        _mm512_storeu_ps(col, d);
+        for (int r = 0; r < rows; r++)
+            m[r * KANN_WINO_BLOCK + 16] = col[r];
+    }
 }
 
-/* Columns [16, n) of a block of 17 to 16 + KANN_CONV_TAIL_COLS tiles (the second block of a
- * 7x7 grid of tiles holds 17) through conv2d_packed's microkernel, which takes so few columns
+/* Columns [16, n) of a block of 18 to 16 + KANN_CONV_TAIL_COLS tiles through conv2d_packed's
+ * microkernel, which takes so few columns
  * with the panel's rows in the lanes (its column tail), storing the sums without an epilogue:
  * cheaper than a second vector of mostly zero columns. */
 
@@ -89,10 +103,14 @@ static inline __attribute__((always_inline)) void gemm_rows(const float *u, cons
                                                             const float *v, size_t c_in, size_t n,
                                                             size_t mr, float *m, int rows) {
     if (n > 16 + KANN_CONV_TAIL_COLS) {
-        gemm_rxw(u, u_next, v, c_in, m, rows, 2);
+        gemm_rxw(u, u_next, v, c_in, m, rows, 2, 0);
         return;
     }
-    gemm_rxw(u, u_next, v, c_in, m, rows, 1);
+    if (n == 17) { /* a 7x7 grid's second block */
+        gemm_rxw(u, u_next, v, c_in, m, rows, 1, 1);
+        return;
+    }
+    gemm_rxw(u, u_next, v, c_in, m, rows, 1, 0);
     if (n > 16) gemm_tail(u, v, c_in, n, mr, m);
 }
 

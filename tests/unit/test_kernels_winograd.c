@@ -114,6 +114,10 @@ static void run_case(kann_wino_transform transform, int with_bias, int with_res)
      * tiles may hold the ends of several tile rows */
     a.h_out = rng_range(1, transform == KANN_WINO_F4X4 ? 26 : 13);
     a.w_out = rng_range(1, transform == KANN_WINO_F4X4 ? 70 : 40);
+    if (rng_range(0, 5) == 0) { /* a 7x7 grid of tiles: a block of 32 and one of 17 */
+        a.h_out = transform == KANN_WINO_F4X4 ? rng_range(25, 28) : rng_range(13, 14);
+        a.w_out = transform == KANN_WINO_F4X4 ? rng_range(25, 28) : rng_range(13, 14);
+    }
     /* padding read in place (0 to 2 rows and columns above and left; below and right at most
      * as many), or x wider than the windows */
     a.pad = rng_range(0, 2);
