@@ -73,6 +73,8 @@ enum { READ_ALL, READ_LEAD, READ_INNER };
  * and a multiply-add of each kernel family one core runs alone. */
 #define NS_PER_REMOTE_BYTE 0.1
 #define NS_PER_WEIGHT_BYTE 0.03
+/* a byte another core wrote, to a kernel that streams it in order (remote_ns_per_byte) */
+#define REMOTE_STREAMED 0.25
 /* an element every tile along axis 0 gathers or transforms whole (kc_call.axis0_whole) */
 #define NS_PER_WHOLE_ELEMENT 0.5
 
@@ -236,6 +238,18 @@ static void model_free(sched_model *m) {
     free(m->split);
 }
 
+/* What a byte another core wrote costs a kernel's reads. A pool walks each plane's rows once,
+ * in order, and the hardware's prefetchers fetch ahead of it: squeezenet1_1's first max pool
+ * took 15 us a stream on two threads whether the fire4 convs before it were split along
+ * channels (its planes local) or along tiles (half of its 1.5 MB from the other core). At the
+ * full cost the model kept that Winograd conv on channels, each stream transforming all of its
+ * input: 91 / 97 us a stream against 74 / 85 on tiles, the whole model 1.266 -> 1.24 ms (medians
+ * of alternated runs, the host's quiet state). */
+static double remote_ns_per_byte(int kernel) {
+    return kernel == KANN_KERNEL_F32_POOL2D ? NS_PER_REMOTE_BYTE * REMOTE_STREAMED
+                                            : NS_PER_REMOTE_BYTE;
+}
+
 /* The modelled time (ns) of the program with call i split along axis[i]. */
 static double program_cost(sched_model *m, const uint8_t *axis) {
     const kc_program *p = m->p;
@@ -245,16 +259,16 @@ static double program_cost(sched_model *m, const uint8_t *axis) {
     for (int ci = 0; ci < p->n_calls; ci++) {
         uint32_t a = axis[ci];
         int two = kann_kernels[p->calls[ci].kernel].n_tile_axes > 1;
-        double t = m->own_cost[ci][a];
+        double t = m->own_cost[ci][a], remote = remote_ns_per_byte(p->calls[ci].kernel);
         for (int k = m->first[ci]; k < m->first[ci + 1]; k++) {
             const sched_access *x = &m->acc[k];
             if (x->write) continue;
             int own = m->split[x->root], rd = x->read[a];
             if (own == SPLIT_NONE) continue;
             if (rd == READ_ALL)
-                t += NS_PER_REMOTE_BYTE * x->bytes * (P - 1) / P;
+                t += remote * x->bytes * (P - 1) / P;
             else if ((rd == READ_LEAD) != (own == SPLIT_LEAD))
-                t += NS_PER_REMOTE_BYTE * x->bytes / P * (P - 1) / P;
+                t += remote * x->bytes / P * (P - 1) / P;
         }
         for (int k = m->first[ci]; k < m->first[ci + 1]; k++)
             if (m->acc[k].write)
