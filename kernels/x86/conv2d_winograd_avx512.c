@@ -148,10 +148,13 @@ typedef struct tile_run {
 } tile_run;
 
 /* The input transform packs its vectors (block_groups) on grids at most this many tiles wide.
- * A run's row loads and permutes cost the same either way; packed, the 16 tiles of four or more
- * tile rows share one transform, but runs are cut at the vector ends and blended in. On grids
- * 7 and 14 tiles wide that was slower than a vector a run. */
-#define WINO_PACK_INPUT_TILES_W 4
+ * A run's row loads and permutes cost the same either way; packed, the tiles of several tile
+ * rows share one transform (32 tiles of a 14-wide grid: 2 vectors, not 3), but runs are cut at
+ * the vector ends and blended in. On grids 7 and 14 tiles wide that was slower than a vector a
+ * run while each row load worked out its lanes; with those made once a block (row4_lanes) it is
+ * faster: one thread, alone, squeezenet1_1's 55x55 expand conv 121 -> 119 us, 27x27 99.5 -> 96,
+ * resnet18 10.8 -> 10.6 ms. */
+#define WINO_PACK_INPUT_TILES_W 16
 
 /* The runs [r, end) of a block transformed in one vector, whose lane 0 is the block's lane
  * base; its lanes past base + n hold no tile. */
