@@ -295,10 +295,17 @@ static inline __attribute__((always_inline)) void group_row4(const kann_conv2d_w
     }
 }
 
+/* The first column run k of group g reads in each row (F(2x2, 3x3)). */
+static inline int64_t rows2_col0(const kann_conv2d_winograd_args *a, const tile_run *runs,
+                                 const lane_group *g, size_t k) {
+    return 2 * ((int64_t)runs[k].tw0 - (int64_t)(runs[k].j - g->base)) - a->pad;
+}
+
 /* The four rows of the tiles of a group of F(2x2, 3x3), the columns 2k + j of tile k in d[i][j]
  * (even and odd columns split by permutes), zero outside the plane; runs as in group_row4. */
 static inline __attribute__((always_inline)) void group_rows2(const kann_conv2d_winograd_args *a,
                                                               const float *xc, const tile_run *runs,
+                                                              const __mmask16 (*rm)[4],
                                                               const lane_group *g, __m512 d[4][4]) {
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -310,9 +317,8 @@ static inline __attribute__((always_inline)) void group_rows2(const kann_conv2d_
     int64_t w = (int64_t)a->w_in;
     for (size_t k = g->r; k < g->end; k++) {
         const tile_run *run = &runs[k];
-        int64_t col0 = 2 * ((int64_t)run->tw0 - (int64_t)(run->j - g->base)) - a->pad;
-        __mmask16 m0 = row_lanes(col0, w), m16 = row_lanes(col0 + 16, w);
-        __mmask16 m2 = row_lanes(col0 + 2, w), m18 = row_lanes(col0 + 18, w);
+        int64_t col0 = rows2_col0(a, runs, g, k);
+        __mmask16 m0 = rm[k][0], m16 = rm[k][1], m2 = rm[k][2], m18 = rm[k][3];
         __mmask16 m = run->lanes;
         for (size_t i = 0; i < 4; i++) {
             int64_t y = (int64_t)(2 * run->th + i) - a->pad;
@@ -378,13 +384,22 @@ static void input_block2(const kann_conv2d_winograd_args *a, const float *x, siz
     lane_group groups[KANN_WINO_BLOCK];
     size_t n_groups = input_groups(a, q0, n, runs, groups);
     size_t ps = (size_t)kann_wino_pos_stride(a->c_in), plane = (size_t)a->h_in * a->w_in;
+    __mmask16 rm[KANN_WINO_BLOCK][4]; /* each run's load lanes (group_rows2), made once */
+    for (const lane_group *g = groups; g < groups + n_groups; g++)
+        for (size_t k = g->r; k < g->end; k++) {
+            int64_t col0 = rows2_col0(a, runs, g, k), w = (int64_t)a->w_in;
+            rm[k][0] = row_lanes(col0, w);
+            rm[k][1] = row_lanes(col0 + 16, w);
+            rm[k][2] = row_lanes(col0 + 2, w);
+            rm[k][3] = row_lanes(col0 + 18, w);
+        }
     _Alignas(64) float stage[16][KANN_WINO_BLOCK];
     zero_stage_tail(stage, 16, n);
     for (size_t c = 0; c < a->c_in; c++) {
         const float *xc = x + c * plane;
         for (const lane_group *g = groups; g < groups + n_groups; g++) {
             __m512 d[4][4];
-            group_rows2(a, xc, runs, g, d);
+            group_rows2(a, xc, runs, rm, g, d);
             __mmask16 keep = first_lanes((int64_t)g->n);
             float *dst = stage[0] + g->base;
             for (size_t i = 0; i < 4; i++) {
