@@ -882,6 +882,13 @@ static void test_dwconv2d_model_shapes(void **state) {
         {1, 20, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1},
         {1, 17, 19, 19, 3, 3, 2, 2, 1, 1, 1, 1},
         {1, 17, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1},
+        /* stride 2, a row's last vector of 15 or 14 columns (tap 2 from taps 0 and 1's loads),
+         * its last tap inside the row and past it */
+        {1, 5, 29, 30, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 3, 20, 32, 3, 3, 2, 2, 1, 1, 0, 0},
+        {1, 3, 20, 29, 3, 3, 2, 2, 1, 1, 1, 1},
+        {1, 3, 21, 63, 3, 3, 2, 2, 1, 1, 0, 0},
+        {1, 3, 20, 58, 3, 3, 2, 2, 1, 1, 1, 1},
         {2, 35, 33, 47, 3, 3, 1, 1, 1, 1, 1, 1},
         {1, 3, 12, 100, 3, 3, 2, 2, 1, 1, 0, 0},
         /* the straight 5x5 path (AVX-512 at stride 1 and 2 from 10 output columns, AVX2 at
