@@ -5,10 +5,12 @@
  * through the channels-in-lanes ring: 16 channels of every input pixel transposed into it and
  * every output pixel transposed back, more shuffles than FMAs on a 49-pixel plane. Here:
  *
- * - 3x3 at stride 1 with the output as large as the input (padding 1 on each
- *   side): output pixel p and its tap (kh, kw) lie (kh - 1) * w + (kw - 1) floats apart in
- *   the flat planes, so a tap of 16 consecutive output pixels is the plane's vectors shifted by a
- *   constant: one permute of two of them (rows of up to 15), else a masked load at that offset;
+ * - 3x3 and 5x5 at stride 1 with the output as large as the input (padding 1 or 2 on each
+ *   side): output pixel p and its tap (kh, kw) lie (kh - k / 2) * w + (kw - k / 2) floats apart
+ *   in the flat planes, so a tap of 16 consecutive output pixels is the plane's vectors shifted
+ *   by a constant: one permute of two of them (3x3 on rows of up to 15, 5x5 on rows of up to 7:
+ *   576 channels on 7x7, one thread, warm, 17.3 -> 15.3 us against the channels-in-lanes ring,
+ *   26.8 -> 16.2 inside mnasnet0_5), else (3x3 only) a masked load at that offset;
  *   the mask (worked out once per call for every vector and tap) drops the lanes whose tap falls
  *   outside the plane, which reads as the zero padding;
  * - stride 2, 3x3, rows of at most 7 outputs: a vector holds two output rows; per window row
@@ -30,10 +32,11 @@
 
 /* Output vectors of a plane at most (an 8x8 map; 7x7 maps take 4). */
 #define PL_VECS 4
-/* The window side (3x3 only: 5x5, 25 masked loads a vector at stride 1, measured slower than the
- * channels-in-lanes ring there, 576 channels on 7x7, one thread: 17 -> 23 us). */
-#define PL_K 3
-#define PL_TAPS (PL_K * PL_K)
+/* The window sides: 3x3, and 5x5 on rows of at most 7 (taps within a vector of the output pixel,
+ * so each is a permute; with 25 masked loads a vector it measured slower than the
+ * channels-in-lanes ring, 576 channels on 7x7, one thread: 17 -> 23 us). */
+#define PL_MAX_K 5
+#define PL_TAPS (PL_MAX_K * PL_MAX_K)
 
 /* What the stores share: activation (clamp: none, relu, clip as a max and a min), bias and the
  * residual's planes. */
@@ -99,6 +102,7 @@ pl_store_all(const pl_out *o, __m512 acc[2][PL_VECS], const __mmask16 *keep, flo
 
 typedef struct pl_same {
     size_t hw, nv;
+    int k;                         /* the window's side, 3 or 5 */
     ptrdiff_t off[PL_TAPS];        /* tap t: floats from the output pixel */
     __mmask16 m[PL_VECS][PL_TAPS]; /* lanes of vector v whose tap t lies inside */
     __mmask16 keep[PL_VECS];       /* lanes of vector v inside the plane */
@@ -107,40 +111,48 @@ typedef struct pl_same {
 } pl_same;
 
 static int pl_same_of(const kann_dwconv2d_args *a, pl_same *s) {
-    uint32_t k = PL_K;
-    if (a->k_h != k || a->k_w != k || a->stride_h != 1 || a->stride_w != 1 || a->dil_h != 1 ||
-        a->dil_w != 1 || a->pad_top != k / 2 || a->pad_left != k / 2 || a->h_out != a->h_in ||
-        a->w_out != a->w_in)
+    uint32_t k = a->k_h;
+    if ((k != 3 && k != 5) || a->k_w != k || a->stride_h != 1 || a->stride_w != 1 ||
+        a->dil_h != 1 || a->dil_w != 1 || a->pad_top != k / 2 || a->pad_left != k / 2 ||
+        a->h_out != a->h_in || a->w_out != a->w_in)
         return 0;
     size_t h = a->h_out, w = a->w_out, hw = h * w;
-    if (hw == 0 || hw > 16 * PL_VECS) return 0;
+    if (hw == 0 || hw > 16 * PL_VECS || (k == 5 && w > 7)) return 0;
+    s->k = (int)k;
     s->hw = hw;
     s->nv = (hw + 15) / 16;
     int64_t pad = k / 2;
-    for (size_t t = 0; t < PL_TAPS; t++) {
-        int64_t dh = (int64_t)(t / k) - pad, dw = (int64_t)(t % k) - pad;
-        s->off[t] = (ptrdiff_t)(dh * (int64_t)w + dw);
-        for (size_t v = 0; v < s->nv; v++) {
-            __mmask16 m = 0;
-            for (size_t l = 0; l < 16; l++) {
-                size_t p = 16 * v + l;
-                int64_t i = (int64_t)(p / w) + dh, j = (int64_t)(p % w) + dw;
-                if (p < hw && i >= 0 && i < (int64_t)h && j >= 0 && j < (int64_t)w)
-                    m |= (__mmask16)(1u << l);
-            }
-            s->m[v][t] = m;
-        }
-    }
+    size_t taps = (size_t)k * k;
     for (size_t v = 0; v < s->nv; v++)
         s->keep[v] = kann_lanes16(0, (int64_t)(hw - 16 * v));
-    /* taps 0-3 reach back (off in [-16, 0]: vectors v - 1 and v), 5-8 forward ([0, 16]: v and
-     * v + 1) */
-    s->shifts = w <= 15;
-    for (size_t t = 0; t < PL_TAPS; t++) {
-        int idx[16];
-        for (int l = 0; l < 16; l++)
-            idx[l] = (int)s->off[t] + l + (t < 4 ? 16 : 0);
-        s->pick[t] = _mm512_loadu_si512(idx);
+    /* each lane's row and column (worked out once, not per tap: the masks of 25 taps took a
+     * tenth of a 576-channel 5x5 conv on 7x7) */
+    __attribute__((aligned(64))) int32_t row[16 * PL_VECS], col[16 * PL_VECS];
+    for (size_t p = 0, i = 0, j = 0; p < 16 * PL_VECS; p++) {
+        row[p] = (int32_t)i;
+        col[p] = (int32_t)j;
+        if (++j == w) {
+            j = 0;
+            i++;
+        }
+    }
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i hv = _mm512_set1_epi32((int32_t)h), wv = _mm512_set1_epi32((int32_t)w);
+    /* the taps before the centre reach back (off in [-16, 0]: vectors v - 1 and v), those after
+     * it forward ([0, 16]: v and v + 1) */
+    s->shifts = w <= 15 - 8 * (k == 5);
+    for (size_t t = 0; t < taps; t++) {
+        int32_t dh = (int32_t)(t / k) - (int32_t)pad, dw = (int32_t)(t % k) - (int32_t)pad;
+        s->off[t] = (ptrdiff_t)dh * (ptrdiff_t)w + dw;
+        /* inside: 0 <= row + dh < h and 0 <= col + dw < w, as unsigned compares */
+        for (size_t v = 0; v < s->nv; v++) {
+            __m512i ri = _mm512_add_epi32(_mm512_load_si512(row + 16 * v), _mm512_set1_epi32(dh));
+            __m512i cj = _mm512_add_epi32(_mm512_load_si512(col + 16 * v), _mm512_set1_epi32(dw));
+            s->m[v][t] = (__mmask16)(s->keep[v] & _mm512_cmplt_epu32_mask(ri, hv) &
+                                     _mm512_cmplt_epu32_mask(cj, wv));
+        }
+        int32_t base = (int32_t)s->off[t] + (t < taps / 2 ? 16 : 0);
+        s->pick[t] = _mm512_add_epi32(iota, _mm512_set1_epi32(base));
     }
     return 1;
 }
@@ -153,16 +165,16 @@ pl_same_channels(const pl_same *s, const pl_out *o, const float *x, const float 
     __m512 acc[2][PL_VECS];
     pl_init(acc, bias, c0, C, NV);
     const size_t hw = s->hw;
-    const float *xc0 = x + c0 * hw, *wc0 = w + c0 * PL_TAPS;
+    const float *xc0 = x + c0 * hw, *wc0 = w + c0 * 9; /* 3x3: 5x5 rows here are permutes */
 /* not unrolled: as fast, and with the taps unrolled into every copy the file took minutes to
  * compile under the sanitizers (rows wider than 15 only: narrower ones take pl_shift_channels) */
 #pragma GCC unroll 1
-    for (int t = 0; t < PL_TAPS; t++) {
+    for (int t = 0; t < 9; t++) {
         const ptrdiff_t off = s->off[t];
 #pragma GCC unroll 2
         for (int c = 0; c < C; c++) {
             const float *xc = xc0 + c * hw + off;
-            __m512 wt = _mm512_set1_ps(wc0[c * PL_TAPS + t]);
+            __m512 wt = _mm512_set1_ps(wc0[c * 9 + t]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++)
                 acc[c][v] =
@@ -181,7 +193,7 @@ pl_same_channels(const pl_same *s, const pl_out *o, const float *x, const float 
 static inline __attribute__((always_inline)) void
 pl_shift_channels(const pl_same *s, const pl_out *o, const float *x, const float *w,
                   const float *bias, const float *res, float *y, size_t c0, const int C,
-                  const int NV, int CLAMP) {
+                  const int NV, const int K, int CLAMP) {
     __m512 acc[2][PL_VECS];
     pl_init(acc, bias, c0, C, NV);
     const size_t hw = s->hw;
@@ -195,18 +207,20 @@ pl_shift_channels(const pl_same *s, const pl_out *o, const float *x, const float
         for (int v = 0; v < NV; v++)
             xv[c][v + 1] = _mm512_maskz_loadu_ps(s->keep[v], xc + 16 * v);
     }
-    const float *wc0 = w + c0 * PL_TAPS;
-#pragma GCC unroll 9
-    for (int t = 0; t < PL_TAPS; t++) {
+    const int taps = K * K, centre = taps / 2;
+    const float *wc0 = w + c0 * (size_t)taps;
+#pragma GCC unroll 25
+    for (int t = 0; t < taps; t++) {
         __m512i pick = s->pick[t];
 #pragma GCC unroll 2
         for (int c = 0; c < C; c++) {
-            __m512 wt = _mm512_set1_ps(wc0[c * PL_TAPS + t]);
+            __m512 wt = _mm512_set1_ps(wc0[c * taps + t]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) {
-                __m512 tap = t == 4  ? xv[c][v + 1]
-                             : t < 4 ? _mm512_permutex2var_ps(xv[c][v], pick, xv[c][v + 1])
-                                     : _mm512_permutex2var_ps(xv[c][v + 1], pick, xv[c][v + 2]);
+                __m512 tap = t == centre ? xv[c][v + 1]
+                             : t < centre
+                                 ? _mm512_permutex2var_ps(xv[c][v], pick, xv[c][v + 1])
+                                 : _mm512_permutex2var_ps(xv[c][v + 1], pick, xv[c][v + 2]);
                 acc[c][v] = _mm512_mask3_fmadd_ps(wt, tap, acc[c][v], s->m[v][t]);
             }
         }
@@ -219,10 +233,16 @@ static inline __attribute__((always_inline)) void
 pl_same_run(const pl_same *s, const pl_out *o, const float *x, const float *w, const float *bias,
             const float *res, float *y, size_t c_begin, size_t c_end, const int NV, int CLAMP) {
     size_t c = c_begin;
+    if (s->shifts && s->k == 5) {
+        for (; c + 2 <= c_end; c += 2)
+            pl_shift_channels(s, o, x, w, bias, res, y, c, 2, NV, 5, CLAMP);
+        if (c < c_end) pl_shift_channels(s, o, x, w, bias, res, y, c, 1, NV, 5, CLAMP);
+        return;
+    }
     if (s->shifts) {
         for (; c + 2 <= c_end; c += 2)
-            pl_shift_channels(s, o, x, w, bias, res, y, c, 2, NV, CLAMP);
-        if (c < c_end) pl_shift_channels(s, o, x, w, bias, res, y, c, 1, NV, CLAMP);
+            pl_shift_channels(s, o, x, w, bias, res, y, c, 2, NV, 3, CLAMP);
+        if (c < c_end) pl_shift_channels(s, o, x, w, bias, res, y, c, 1, NV, 3, CLAMP);
         return;
     }
     for (; c + 2 <= c_end; c += 2)

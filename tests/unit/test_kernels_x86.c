@@ -917,10 +917,11 @@ static void test_dwconv2d_model_shapes(void **state) {
         check_dwconv(&cases[i]);
 }
 
-/* AVX-512's path for small maps (whole planes in at most 4 vectors): 3x3 windows at stride 1
- * whose output is as large as the input (5x5 beside them leave the path), on maps of 1 to 12 rows
- * and columns (planes of 1 to 64 outputs in one to four vectors, larger ones outside it, rows
- * narrower and wider than the window; each tap a permute) and on rows of 16 to 64 (loads); 3x3 at stride 2 with padding 0 to 2 on inputs whose
+/* AVX-512's path for small maps (whole planes in at most 4 vectors): 3x3 and 5x5 windows at
+ * stride 1 whose output is as large as the input (5x5 on rows of at most 7, wider ones leave the
+ * path), on maps of 1 to 12 rows and columns (planes of 1 to 64 outputs in one to four vectors,
+ * larger ones outside it, rows narrower and wider than the window; each tap a permute) and on
+ * rows of 16 to 64 (loads); 3x3 at stride 2 with padding 0 to 2 on inputs whose
  * output rows are 1 to 7 wide (two output rows a vector, up to 8 rows), odd and even sizes; odd
  * channel counts (pairs and a single one), two images; next to them the shapes just outside
  * (129 outputs, 8-wide rows at stride 2, padding other than 1). Tiles along rows leave the
@@ -944,11 +945,11 @@ static void test_dwconv2d_planes(void **state) {
                 k.w_in = 3;
             }
             if (i % 16 == 6) k.p_left = 0; /* not same-size along the rows */
-            if (i % 16 == 10) {              /* rows of 16 to 64: loads, not permutes */
+            if (i % 16 == 10) {            /* rows of 16 to 64: loads, not permutes */
                 k.h_in = rng_range(1, 4);
                 k.w_in = rng_range(16, 64 / k.h_in);
             }
-        } else {                           /* 3x3, stride 2 */
+        } else { /* 3x3, stride 2 */
             k.k_h = k.k_w = 3;
             k.s_h = k.s_w = 2;
             k.p_top = rng_range(0, 2);
