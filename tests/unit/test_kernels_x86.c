@@ -921,11 +921,11 @@ static void test_dwconv2d_model_shapes(void **state) {
  * stride 1 whose output is as large as the input (5x5 on rows of at most 7, wider ones leave the
  * path), on maps of 1 to 12 rows and columns (planes of 1 to 64 outputs in one to four vectors,
  * larger ones outside it, rows narrower and wider than the window; each tap a permute) and on
- * rows of 16 to 64 (loads); 3x3 at stride 2 with padding 0 to 2 on inputs whose
- * output rows are 1 to 7 wide (two output rows a vector, up to 8 rows), odd and even sizes; odd
- * channel counts (pairs and a single one), two images; next to them the shapes just outside
- * (129 outputs, 8-wide rows at stride 2, padding other than 1). Tiles along rows leave the
- * path. */
+ * rows of 16 to 64 (loads); 3x3 and 5x5 at stride 2 with padding 0 to k - 1 on inputs 3 to 16
+ * wide (two output rows a vector, up to 8 rows; output rows of up to 8, taps past a row's load
+ * reading padding), odd and even sizes; odd channel counts (pairs and a single one), two images;
+ * next to them the shapes just outside (129 outputs, 8-wide rows at stride 2 from 17 columns,
+ * padding other than 1). Tiles along rows leave the path. */
 static void test_dwconv2d_planes(void **state) {
     (void)state;
     rng_state = 107;
@@ -949,11 +949,11 @@ static void test_dwconv2d_planes(void **state) {
                 k.h_in = rng_range(1, 4);
                 k.w_in = rng_range(16, 64 / k.h_in);
             }
-        } else { /* 3x3, stride 2 */
-            k.k_h = k.k_w = 3;
+        } else { /* 3x3 (and 5x5 one case in four), stride 2 */
+            k.k_h = k.k_w = i % 8 == 7 ? 5 : 3;
             k.s_h = k.s_w = 2;
-            k.p_top = rng_range(0, 2);
-            k.p_left = rng_range(0, 2);
+            k.p_top = rng_range(0, k.k_h - 1);
+            k.p_left = rng_range(0, k.k_h - 1);
             k.h_in = rng_range(3, 20);
             k.w_in = rng_range(3, 16);
             if (i % 16 == 3) k.w_in = 17; /* 8 outputs a row with padding 1 */
