@@ -143,7 +143,7 @@ static int pl_same_of(const kann_dwconv2d_args *a, pl_same *s) {
     const __m512i hv = _mm512_set1_epi32((int32_t)h), wv = _mm512_set1_epi32((int32_t)w);
     /* the taps before the centre reach back (off in [-16, 0]: vectors v - 1 and v), those after
      * it forward ([0, 16]: v and v + 1) */
-    s->shifts = w <= 15 - 8 * (k == 5);
+    s->shifts = w <= 15; /* always for 5x5, whose rows are at most 7 here */
     for (size_t t = 0; t < taps; t++) {
         int32_t dh = (int32_t)(t / k) - (int32_t)pad, dw = (int32_t)(t % k) - (int32_t)pad;
         s->off[t] = (ptrdiff_t)dh * (ptrdiff_t)w + dw;
@@ -231,23 +231,29 @@ pl_shift_channels(const pl_same *s, const pl_out *o, const float *x, const float
     pl_store_all(o, acc, s->keep, y, res, hw, 16, c0, C, NV, CLAMP);
 }
 
+/* Channels [c_begin, c_end) of one image by permutes, two at a time; K: the window's side. */
+static inline __attribute__((always_inline)) void
+pl_shift_run(const pl_same *s, const pl_out *o, const float *x, const float *w, const float *bias,
+             const float *res, float *y, size_t c_begin, size_t c_end, const int NV, const int K,
+             int CLAMP) {
+    size_t c = c_begin;
+    for (; c + 2 <= c_end; c += 2)
+        pl_shift_channels(s, o, x, w, bias, res, y, c, 2, NV, K, CLAMP);
+    if (c < c_end) pl_shift_channels(s, o, x, w, bias, res, y, c, 1, NV, K, CLAMP);
+}
+
 /* Channels [c_begin, c_end) of one image, two at a time. */
 static inline __attribute__((always_inline)) void
 pl_same_run(const pl_same *s, const pl_out *o, const float *x, const float *w, const float *bias,
             const float *res, float *y, size_t c_begin, size_t c_end, const int NV, int CLAMP) {
-    size_t c = c_begin;
-    if (s->shifts && s->k == 5) {
-        for (; c + 2 <= c_end; c += 2)
-            pl_shift_channels(s, o, x, w, bias, res, y, c, 2, NV, 5, CLAMP);
-        if (c < c_end) pl_shift_channels(s, o, x, w, bias, res, y, c, 1, NV, 5, CLAMP);
-        return;
-    }
     if (s->shifts) {
-        for (; c + 2 <= c_end; c += 2)
-            pl_shift_channels(s, o, x, w, bias, res, y, c, 2, NV, 3, CLAMP);
-        if (c < c_end) pl_shift_channels(s, o, x, w, bias, res, y, c, 1, NV, 3, CLAMP);
+        if (s->k == 5)
+            pl_shift_run(s, o, x, w, bias, res, y, c_begin, c_end, NV, 5, CLAMP);
+        else
+            pl_shift_run(s, o, x, w, bias, res, y, c_begin, c_end, NV, 3, CLAMP);
         return;
     }
+    size_t c = c_begin;
     for (; c + 2 <= c_end; c += 2)
         pl_same_channels(s, o, x, w, bias, res, y, c, 2, NV, CLAMP);
     if (c < c_end) pl_same_channels(s, o, x, w, bias, res, y, c, 1, NV, CLAMP);
@@ -372,19 +378,24 @@ pl_s2_channels(const pl_s2 *s, const pl_out *o, const float *x, const float *w, 
     pl_store_all(o, acc, s->keep, y, res, s->y_plane, PL_S2_ROWS * s->w_out, c0, C, NV, CLAMP);
 }
 
+/* Channels [c_begin, c_end) of one image, two at a time; K: the window's side. */
+static inline __attribute__((always_inline)) void
+pl_s2_pairs(const pl_s2 *s, const pl_out *o, const float *x, const float *w, const float *bias,
+            const float *res, float *y, size_t c_begin, size_t c_end, const int NV, const int K,
+            int CLAMP) {
+    size_t c = c_begin;
+    for (; c + 2 <= c_end; c += 2)
+        pl_s2_channels(s, o, x, w, bias, res, y, c, 2, NV, K, CLAMP);
+    if (c < c_end) pl_s2_channels(s, o, x, w, bias, res, y, c, 1, NV, K, CLAMP);
+}
+
 static inline __attribute__((always_inline)) void
 pl_s2_run(const pl_s2 *s, const pl_out *o, const float *x, const float *w, const float *bias,
           const float *res, float *y, size_t c_begin, size_t c_end, const int NV, int CLAMP) {
-    size_t c = c_begin;
-    if (s->k == 5) {
-        for (; c + 2 <= c_end; c += 2)
-            pl_s2_channels(s, o, x, w, bias, res, y, c, 2, NV, 5, CLAMP);
-        if (c < c_end) pl_s2_channels(s, o, x, w, bias, res, y, c, 1, NV, 5, CLAMP);
-        return;
-    }
-    for (; c + 2 <= c_end; c += 2)
-        pl_s2_channels(s, o, x, w, bias, res, y, c, 2, NV, 3, CLAMP);
-    if (c < c_end) pl_s2_channels(s, o, x, w, bias, res, y, c, 1, NV, 3, CLAMP);
+    if (s->k == 5)
+        pl_s2_pairs(s, o, x, w, bias, res, y, c_begin, c_end, NV, 5, CLAMP);
+    else
+        pl_s2_pairs(s, o, x, w, bias, res, y, c_begin, c_end, NV, 3, CLAMP);
 }
 
 #define PL_S2_FN(NV)                                                                               \
