@@ -32,9 +32,12 @@
 
 /* The parts a shared record is cut into, and the least work (multiply-adds, or elements
  * compared) of a part: cutting a small record costs more than it saves (each part reads the
- * layer's input or weights again; mobilenet_v2 took 4 % longer with every record cut). */
-#define SHARE_PARTS 4
-#define SHARE_MIN_PART 1e6
+ * layer's input or weights again; mobilenet_v2 took 4 % longer with every record cut). On the
+ * Intel core pair, whose host slows one core or the other in bursts, 8 parts of at least 5e5
+ * against 4 of 1e6: squeezenet1_1 on two threads 0.97-0.98 of the time in three runs of 30-60
+ * alternated rounds, mobilenet_v2 0.98-1.01. */
+#define SHARE_PARTS 8
+#define SHARE_MIN_PART 5e5
 
 /* The record a segment's thread is running, offered in parts to threads that have run out of
  * work in the phase: a slow or preempted core's segment no longer holds the others up for
