@@ -413,6 +413,10 @@ typedef struct rows_group {
     const ptrdiff_t *off; /* step k's offset from a pixel's window origin */
     size_t K;
     const float *src[4]; /* the window origin of each row's first pixel */
+    /* pf_lines lines from pf on, one every pf_every steps: the group's share of the next
+     * record's weights (kann_conv2d_rows_avx512) */
+    const char *pf;
+    size_t pf_lines, pf_every;
 } rows_group;
 
 /* acc[r * C + c] = over k of wt[k][lane] * src[r][off[k] + S c]: one weight vector a step,
@@ -423,7 +427,14 @@ static inline __attribute__((always_inline)) void rows_sums(const rows_group *g,
     for (int j = 0; j < R * C; j++)
         acc[j] = _mm512_setzero_ps();
     const float *wt = g->wt;
+    const char *pf = g->pf, *pf_end = g->pf + 64 * g->pf_lines;
+    size_t pf_at = 0;
     for (size_t k = 0; k < g->K; k++, wt += 16) {
+        if (k == pf_at && pf < pf_end) { /* past the constants' end: a prefetch does not fault */
+            _mm_prefetch(pf, _MM_HINT_T0);
+            pf += 64;
+            pf_at += g->pf_every;
+        }
         __m512 w = _mm512_load_ps(wt);
         ptrdiff_t o = g->off[k];
 #pragma GCC unroll 4
@@ -569,6 +580,16 @@ int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *e
     g.off = off;
     g.K = K;
     size_t oh_first = p_begin / w, oh_end = (p_end - 1) / w + 1;
+    /* The constants lie in the order the records first use them (the compiler's memory plan),
+     * so the bytes past this conv's weight panels are the next record's weights: a grouped
+     * conv's next group, one record each, whose panels rows_pack would otherwise read from L3
+     * or memory, a line at a time against the core's few outstanding misses (regnet_x_400mf:
+     * the repack of its 380 group records about 4 % of its run). As many lines as these
+     * panels, spread over this record's groups, one every few reduction steps. */
+    size_t panels = (a->c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    size_t pf_lines = panels * KANN_CONV_PANEL * K * sizeof(float) / 64;
+    size_t n_groups = (oh_end - oh_first + R - 1) / R * ((w + C - 1) / C), gi = 0;
+    const char *next = (const char *)(kann_cref(ex, a->w) + panels * KANN_CONV_PANEL * K);
     for (size_t oh0 = oh_first; oh0 < oh_end; oh0 += R) {
         size_t rows = oh_end - oh0 < R ? oh_end - oh0 : R;
         /* the first input row the group's windows read */
@@ -578,9 +599,13 @@ int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *e
                       plane, band);
             src = band + KANN_CONV_ROWS_BAND_COL0 - a->pad_left;
         }
-        for (size_t c0 = 0; c0 < w; c0 += C) {
+        for (size_t c0 = 0; c0 < w; c0 += C, gi++) {
             for (size_t r = 0; r < rows; r++)
                 g.src[r] = src + r * a->stride_h * row + c0 * a->stride_w;
+            size_t l0 = gi * pf_lines / n_groups, l1 = (gi + 1) * pf_lines / n_groups;
+            g.pf = next + 64 * l0;
+            g.pf_lines = l1 - l0;
+            g.pf_every = l1 > l0 && K > l1 - l0 ? K / (l1 - l0) : 1;
             rows_group_of(C, rows, a->stride_w)(&g, st);
             /* the group's pixels are consecutive in the planes: the tile's part of them */
             size_t p0 = oh0 * w + c0, n = rows * C;
