@@ -31,11 +31,14 @@
 /* What a block's pixel groups share. */
 typedef struct gap_block {
     const float *w;  /* the block's packed weights, [c_in][32] */
-    /* The next block's weights, prefetched while this block runs (NULL in the last block):
-     * inside a network they come from L3 or memory, and the hardware's prefetcher, starting
-     * again at each 4 KiB page, left the loop waiting on them (squeezenet1_1's head 0.705 ->
-     * 0.655 ms, mobilenet_v2's 0.22 -> 0.165). Each pixel group takes its share of the next
-     * block's lines, one line every pf_every reduction steps from pf on (two a step where one
+    /* The next block's weights, prefetched while this block runs: inside a network they come
+     * from L3 or memory, and the hardware's prefetcher, starting again at each 4 KiB page, left
+     * the loop waiting on them (squeezenet1_1's head 0.705 -> 0.655 ms, mobilenet_v2's 0.22 ->
+     * 0.165). After the tile's last block, a block's worth of what follows its weights: the
+     * other stream's blocks, or the next record's weights (the memory plan lays the constants
+     * out in the order the records first use them; regnet_x_400mf's 7x7 stage, one 400 -> 400
+     * conv after another: the model 0.97-0.99 of its time). Each pixel group takes its share of the
+     * next block's lines, one line every pf_every reduction steps from pf on (two a step where one
      * group takes them all): the first group prefetching all of them, two lines a step, ran
      * into the core's few outstanding misses to L3 and stalled on them. On the Intel core pair
      * mobilenet_v2's 7x7 convs then ran 1.2-1.35 x as long as with their weights already in L2;
@@ -229,10 +232,10 @@ static __attribute__((noinline)) void lanes_group(const gap_block *b, const floa
 
 /* The pixels [p_begin, p_end) of a block in groups as even as the most a group holds allows:
  * a last group of one pixel ran at a quarter of the FMA rate (two chains of dependent FMAs).
- * The next block's weights (next: any), 2 c_in lines of 16 floats, are prefetched in shares:
- * group g of G the lines [g L / G, (g + 1) L / G), spread over its steps. */
+ * The next block's weights, 2 c_in lines of 16 floats, are prefetched in shares: group g of G
+ * the lines [g L / G, (g + 1) L / G), spread over its steps. */
 static void gap_block_pixels(gap_block *b, const float *x, size_t p_begin, size_t p_end,
-                             int next, vf total[GAP_NV]) {
+                             vf total[GAP_NV]) {
     int half = b->n <= KANN_GAP_BLOCK / 2;
     size_t most = half ? 2 * GAP_PX : GAP_PX, count = p_end - p_begin;
     size_t groups = (count + most - 1) / most, size = count / groups, more = count % groups;
@@ -240,7 +243,7 @@ static void gap_block_pixels(gap_block *b, const float *x, size_t p_begin, size_
     for (size_t g = 0, p0 = p_begin; g < groups; g++) {
         size_t np = size + (g < more);
         size_t l0 = g * lines / groups, share = (g + 1) * lines / groups - l0;
-        b->pf = next && share ? b->w + KANN_GAP_BLOCK * b->c_in + 16 * l0 : NULL;
+        b->pf = share ? b->w + KANN_GAP_BLOCK * b->c_in + 16 * l0 : NULL;
         b->pf_two = share > b->c_in;
         b->pf_every = b->pf_two || share == 0 ? 1 : b->c_in / share;
         if (total)
@@ -290,7 +293,7 @@ void GAP_ENTRY(const void *args, const kann_exec *ex) {
             total[v] = vf_set1(0.0f);
         }
         b.n = n;
-        gap_block_pixels(&b, x, 0, b.hw, m0 + KANN_GAP_BLOCK < a->tile.end, total);
+        gap_block_pixels(&b, x, 0, b.hw, total);
         for (int v = 0; v < GAP_NV; v++) {
             size_t lanes = gap_lanes(n, v);
             if (lanes) vf_store_n(y + m0 + (size_t)v * KANN_VL, vf_mul(total[v], inv), lanes);
@@ -315,6 +318,6 @@ void LANES_ENTRY(const void *args, const kann_exec *ex) {
         b.bias_m = bias ? bias + m0 : NULL;
         b.res = res ? res + m0 * b.hw : NULL;
         b.y = y + m0 * b.hw;
-        gap_block_pixels(&b, x, p_begin, p_end, m0 + KANN_GAP_BLOCK < m_end, NULL);
+        gap_block_pixels(&b, x, p_begin, p_end, NULL);
     }
 }
