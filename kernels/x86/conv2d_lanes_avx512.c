@@ -33,6 +33,7 @@
 #include "simd_act.h"
 #include "transpose_avx512.h"
 #include "row_pair_avx512.h"
+#include "prefetch_share.h"
 
 /* Output channels per pass (4 vectors). */
 #define LANES_PASS 64
@@ -413,10 +414,7 @@ typedef struct rows_group {
     const ptrdiff_t *off; /* step k's offset from a pixel's window origin */
     size_t K;
     const float *src[4]; /* the window origin of each row's first pixel */
-    /* pf_lines lines from pf on, one every pf_every steps: the group's share of the next
-     * record's weights (kann_conv2d_rows_avx512) */
-    const char *pf;
-    size_t pf_lines, pf_every;
+    kann_prefetch_share pf; /* the group's share of the next record's weights */
 } rows_group;
 
 /* acc[r * C + c] = over k of wt[k][lane] * src[r][off[k] + S c]: one weight vector a step,
@@ -427,14 +425,10 @@ static inline __attribute__((always_inline)) void rows_sums(const rows_group *g,
     for (int j = 0; j < R * C; j++)
         acc[j] = _mm512_setzero_ps();
     const float *wt = g->wt;
-    const char *pf = g->pf, *pf_end = g->pf + 64 * g->pf_lines;
+    kann_prefetch_share pf = g->pf;
     size_t pf_at = 0;
     for (size_t k = 0; k < g->K; k++, wt += 16) {
-        if (k == pf_at && pf < pf_end) { /* past the constants' end: a prefetch does not fault */
-            _mm_prefetch(pf, _MM_HINT_T0);
-            pf += 64;
-            pf_at += g->pf_every;
-        }
+        kann_prefetch_step(&pf, k, &pf_at);
         __m512 w = _mm512_load_ps(wt);
         ptrdiff_t o = g->off[k];
 #pragma GCC unroll 4
@@ -576,7 +570,8 @@ int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *e
             for (size_t kw = 0; kw < a->k_w; kw++)
                 off[(c * a->k_h + kh) * a->k_w + kw] =
                     (ptrdiff_t)(c * plane + kh * a->dil_h * row + kw * a->dil_w);
-    rows_pack(kann_cref(ex, a->w), K, m_begin, nc, wt);
+    const float *weights = kann_cref(ex, a->w);
+    rows_pack(weights, K, m_begin, nc, wt);
     const float *x = kann_cref(ex, a->x);
     const float *bias = a->bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->bias);
     const float *res = a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
@@ -595,7 +590,7 @@ int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *e
     size_t panels = (a->c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
     size_t pf_lines = panels * KANN_CONV_PANEL * K * sizeof(float) / 64;
     size_t n_groups = (oh_end - oh_first + R - 1) / R * ((w + C - 1) / C), gi = 0;
-    const char *next = (const char *)(kann_cref(ex, a->w) + panels * KANN_CONV_PANEL * K);
+    const float *next = weights + panels * KANN_CONV_PANEL * K;
     for (size_t oh0 = oh_first; oh0 < oh_end; oh0 += R) {
         size_t rows = oh_end - oh0 < R ? oh_end - oh0 : R;
         /* the first input row the group's windows read */
@@ -608,10 +603,7 @@ int kann_conv2d_rows_avx512(const kann_conv2d_packed_args *a, const kann_exec *e
         for (size_t c0 = 0; c0 < w; c0 += C, gi++) {
             for (size_t r = 0; r < rows; r++)
                 g.src[r] = src + r * a->stride_h * row + c0 * a->stride_w;
-            size_t l0 = gi * pf_lines / n_groups, l1 = (gi + 1) * pf_lines / n_groups;
-            g.pf = next + 64 * l0;
-            g.pf_lines = l1 - l0;
-            g.pf_every = l1 > l0 && K > l1 - l0 ? K / (l1 - l0) : 1;
+            g.pf = kann_prefetch_share_of(next, pf_lines, gi, n_groups, K);
             rows_group_of(C, rows, a->stride_w)(&g, st);
             /* the group's pixels are consecutive in the planes: the tile's part of them */
             size_t p0 = oh0 * w + c0, n = rows * C;

@@ -14,6 +14,7 @@
 #endif
 
 #include "kann_x86.h"
+#include "prefetch_share.h"
 #include "ref/act.h"
 #include "vec_math.h"
 #include "simd_act.h"
@@ -38,14 +39,11 @@ typedef struct gap_block {
      * other stream's blocks, or the next record's weights (the memory plan lays the constants
      * out in the order the records first use them; regnet_x_400mf's 7x7 stage, one 400 -> 400
      * conv after another: the model 0.97-0.99 of its time). Each pixel group takes its share of the
-     * next block's lines, one line every pf_every reduction steps from pf on (two a step where one
-     * group takes them all): the first group prefetching all of them, two lines a step, ran
-     * into the core's few outstanding misses to L3 and stalled on them. On the Intel core pair
-     * mobilenet_v2's 7x7 convs then ran 1.2-1.35 x as long as with their weights already in L2;
-     * spread, 1.03-1.15 x (160 -> 960 0.138 -> 0.113 ms, its head 0.31 -> 0.267). */
-    const float *pf;
-    size_t pf_every;
-    int pf_two;
+     * next block's lines (prefetch_share.h): the first group prefetching all of them, two lines
+     * a step, ran into the core's few outstanding misses to L3 and stalled on them. On the Intel
+     * core pair mobilenet_v2's 7x7 convs then ran 1.2-1.35 x as long as with their weights
+     * already in L2; spread, 1.03-1.15 x (160 -> 960 0.138 -> 0.113 ms, its head 0.31 -> 0.267). */
+    kann_prefetch_share pf;
     size_t c_in, hw;
     vf bias[GAP_NV], lo, hi; /* hi and lo (the clamp's with clamp): vf_act's bounds */
     /* pointwise_lanes: the bias of each channel (NULL: none), the block's first channel's row
@@ -148,15 +146,10 @@ static inline __attribute__((always_inline)) void gap_pixels(const gap_block *b,
     for (int i = 0; i < NP * NV; i++)
         c[i] = vf_set1(0.0f);
     const float *w = b->w;
-    const float *pf = b->pf;
+    kann_prefetch_share pf = b->pf;
     size_t pf_at = 0;
     for (size_t k = 0; k < b->c_in; k++, x += b->hw, w += KANN_GAP_BLOCK) {
-        if (pf && k == pf_at) { /* past the weights' end: a prefetch does not fault */
-            _mm_prefetch((const char *)pf, _MM_HINT_T0);
-            if (b->pf_two) _mm_prefetch((const char *)(pf + 16), _MM_HINT_T0);
-            pf += b->pf_two ? 32 : 16;
-            pf_at += b->pf_every;
-        }
+        kann_prefetch_step(&pf, k, &pf_at);
         vf wv[GAP_NV];
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
@@ -242,10 +235,7 @@ static void gap_block_pixels(gap_block *b, const float *x, size_t p_begin, size_
     size_t lines = b->c_in * (KANN_GAP_BLOCK / 16);
     for (size_t g = 0, p0 = p_begin; g < groups; g++) {
         size_t np = size + (g < more);
-        size_t l0 = g * lines / groups, share = (g + 1) * lines / groups - l0;
-        b->pf = share ? b->w + KANN_GAP_BLOCK * b->c_in + 16 * l0 : NULL;
-        b->pf_two = share > b->c_in;
-        b->pf_every = b->pf_two || share == 0 ? 1 : b->c_in / share;
+        b->pf = kann_prefetch_share_of(b->w + KANN_GAP_BLOCK * b->c_in, lines, g, groups, b->c_in);
         if (total)
             gap_sum_group(b, x + p0, total, np, half);
         else
