@@ -926,6 +926,10 @@ static int lower_dwblock(kc_graph *g, kc_program *p, int id) {
     }
     uint64_t floats = kann_dwblock_scratch(&a);
     if (floats == 0 || floats * sizeof(float) > KC_DWBLOCK_SCRATCH_BYTES) return 0;
+    if (p->streams > 1) { /* a copy for each thread that may run a part of a stream's rows */
+        a.slots = (uint32_t)p->streams;
+        floats = kann_dwblock_slot_floats(&a) * a.slots;
+    }
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_DWBLOCK, id);
     *(kann_dwblock_args *)c->args = a;
     kc_bind(c, offsetof(kann_dwblock_args, x), x, 0, 0);

@@ -296,7 +296,11 @@ typedef struct kann_conv2d_maxpool_args {
  * The kernel walks its rows band_rows output rows at a time: the rows of e they read into the
  * scratch, then their rows of d after them, then their rows of y (a band's first rows of e are
  * computed again by the next band where their windows overlap). scratch, one per stream:
- * kann_dwblock_scratch(args) floats (ref/dwblock.h).
+ * kann_dwblock_scratch(args) floats (ref/dwblock.h), with slots 0; or slots copies of it,
+ * kann_dwblock_slot_floats(args) apart, where the record runs in parts (slots >= 2): a thread
+ * that runs a part while others run the rest takes a copy of its own (kann_kernel_part_slots),
+ * and every part computes the rows of e it needs one at a time, so that they come out the same
+ * in whichever part. The kernel claims each band (kann_exec.claim) before it computes it.
  * Tile axis 0 = output rows oh. */
 typedef struct kann_dwblock_args {
     kann_tile tile;
@@ -305,7 +309,7 @@ typedef struct kann_dwblock_args {
     uint32_t h_in, w_in, h_out, w_out;
     uint32_t k_h, k_w, stride_h, stride_w;
     uint32_t dil_h, dil_w, pad_top, pad_left;
-    uint32_t band_rows, reserved; /* reserved: zero */
+    uint32_t band_rows, slots; /* slots: the scratch's copies (0: one, not cut) */
     kann_act act_exp, act_dw, act_proj;
 } kann_dwblock_args;
 
@@ -821,11 +825,21 @@ typedef struct kann_bounds {
     uint64_t const_size;
 } kann_bounds;
 
-/* Base addresses for one run. */
+/* Base addresses for one run, and a claim for a kernel that takes the parts of its tile as it
+ * goes (kann_kernel_part_claims): before each granule it computes, at its first index `at`,
+ * the kernel calls claim(claim_ctx, at), and stops where that returns 0 (the rest of the tile
+ * is other threads'). claim NULL: the whole tile is the caller's. */
 typedef struct kann_exec {
     uint8_t *arena;
     const uint8_t *consts;
+    int (*claim)(void *ctx, uint32_t at);
+    void *claim_ctx;
 } kann_exec;
+
+/* Whether the granule from `at` on is the caller's (kann_exec.claim). */
+static inline int kann_claim(const kann_exec *ex, uint32_t at) {
+    return ex->claim == 0 || ex->claim(ex->claim_ctx, at);
+}
 
 /* kann_kernel_fn (kann.h) is the uniform kernel ABI: called only on validated arguments,
  * it never fails on them. */
@@ -858,9 +872,25 @@ extern const kann_kernel_info kann_kernels[KANN_KERNEL_COUNT];
  * parts: the tile [begin + i g, begin + j g) (or up to its end) of any i < j is valid wherever
  * the whole tile is, computes its outputs bit for bit as the whole record does, in every
  * variant, and writes no byte another part writes (a scratch only at places of its own: a
- * Winograd conv's blocks of tiles). 0: the record runs only whole. *work: the record's
+ * Winograd conv's blocks of tiles, or a copy of the scratch for each thread running parts at
+ * once: kann_kernel_part_slots). 0: the record runs only whole. *work: the record's
  * multiply-adds (or compared elements), for an executor weighing the cut; 0 with no cut. */
 uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *work);
+
+/* For a record kann_kernel_part_granule cuts: the copies of the scratch its parts work in (0:
+ * its parts use none), *slot_bytes apart from the one its arguments name. Parts may run at once
+ * on at most that many threads, each in a copy of its own (kann_kernel_part_args). */
+uint32_t kann_kernel_part_slots(uint32_t kernel, const void *args, uint64_t *slot_bytes);
+
+/* 1 if the kernel claims the granules of its tile as it goes (kann_exec.claim): one call can
+ * run the parts that no other thread takes, without starting over at each. */
+int kann_kernel_part_claims(uint32_t kernel);
+
+/* args, a copy of a cut record's arguments (at most KANN_PART_ARGS_MAX bytes), made the part
+ * [begin, end) of its tile in scratch copy `slot` (< kann_kernel_part_slots, or 0). */
+#define KANN_PART_ARGS_MAX 512
+void kann_kernel_part_args(uint32_t kernel, void *args, uint32_t begin, uint32_t end,
+                           uint32_t slot);
 
 /* Reference kernels and family validators. */
 #define KANN_KERNEL(ENUM, name, id, family) void kann_##name##_ref(const void *args, const kann_exec *ex);

@@ -3,6 +3,7 @@
 #include "kann_kernels.h"
 #include "ref/conv2d_packed.h"
 #include "ref/conv2d_winograd.h"
+#include "ref/dwblock.h"
 
 #define KANN_FAMILY(family, n_axes) enum { kann_axes_##family = n_axes };
 #include "families.def"
@@ -73,7 +74,39 @@ uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *wor
         *work = share * a->c_in * (t->axis == 0 ? (double)a->hw : (double)a->c_out);
         return t->axis == 0 ? KANN_GAP_BLOCK : KANN_LANES_PIXEL_GRANULE;
     }
+    case KANN_KERNEL_F32_DWBLOCK: { /* bands of output rows, with a scratch for each thread */
+        const kann_dwblock_args *a = args;
+        if (a->slots < 2) return 0;
+        double row = (double)a->w_out * a->c_mid * ((double)a->k_h * a->k_w + a->c_out);
+        if (a->expand) row += (double)a->stride_h * a->w_in * a->c_mid * a->c_in;
+        *work = share * row;
+        return a->band_rows;
+    }
     default:
         return 0;
+    }
+}
+
+uint32_t kann_kernel_part_slots(uint32_t kernel, const void *args, uint64_t *slot_bytes) {
+    *slot_bytes = 0;
+    if (kernel != KANN_KERNEL_F32_DWBLOCK) return 0;
+    const kann_dwblock_args *a = args;
+    *slot_bytes = kann_dwblock_slot_floats(a) * sizeof(float);
+    return a->slots;
+}
+
+int kann_kernel_part_claims(uint32_t kernel) {
+    return kernel == KANN_KERNEL_F32_DWBLOCK;
+}
+
+void kann_kernel_part_args(uint32_t kernel, void *args, uint32_t begin, uint32_t end,
+                           uint32_t slot) {
+    kann_tile *t = args;
+    t->begin = begin;
+    t->end = end;
+    if (slot && kernel == KANN_KERNEL_F32_DWBLOCK) { /* the part's own copy, and only it */
+        kann_dwblock_args *a = args;
+        a->scratch.offset += slot * kann_dwblock_slot_floats(a) * sizeof(float);
+        a->slots = 1;
     }
 }

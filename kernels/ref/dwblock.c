@@ -13,8 +13,7 @@ void kann_f32_dwblock_ref(const void *args, const kann_exec *ex) {
 kann_status kann_dwblock_validate(const void *args, const kann_bounds *b, kann_error *err) {
     const kann_dwblock_args *a = args;
     kann_status s;
-    if (a->reserved != 0 || a->expand > 1)
-        return kann_msg_set(err, KANN_E_CORRUPT, "dwblock: reserved fields are not zero");
+    if (a->expand > 1) return kann_msg_set(err, KANN_E_CORRUPT, "dwblock: expand is not 0 or 1");
     if (a->c_in == 0 || a->c_mid == 0 || a->c_out == 0 || (!a->expand && a->c_mid != a->c_in))
         return kann_msg_set(err, KANN_E_CORRUPT,
                             "dwblock: channel counts zero, or c_mid != c_in without expansion");
@@ -40,6 +39,9 @@ kann_status kann_dwblock_validate(const void *args, const kann_bounds *b, kann_e
         (s = kann_check_act(&a->act_proj, err)) != KANN_OK)
         return s;
     uint64_t scratch = kann_dwblock_scratch(a);
+    if (scratch != 0 && a->slots &&
+        __builtin_mul_overflow(kann_dwblock_slot_floats(a), (uint64_t)a->slots, &scratch))
+        scratch = 0;
     if (scratch == 0 || scratch > UINT32_MAX)
         return kann_msg_set(err, KANN_E_CORRUPT, "dwblock: scratch size overflows");
     uint32_t p = KANN_CONV_PANEL;

@@ -88,6 +88,12 @@ static inline uint64_t kann_dwblock_scratch(const kann_dwblock_args *a) {
     return n > ((uint64_t)1 << 40) ? 0 : n;
 }
 
+/* Floats from one copy of the scratch to the next (slots >= 1): kann_dwblock_scratch rounded
+ * up to whole cache lines. */
+static inline uint64_t kann_dwblock_slot_floats(const kann_dwblock_args *a) {
+    return (kann_dwblock_scratch(a) + 15) / 16 * 16;
+}
+
 /* The input rows [*r0, *r1) that output rows [o0, o1) read (clipped to x). */
 static inline void kann_dwblock_rows(const kann_dwblock_args *a, size_t o0, size_t o1, size_t *r0,
                                      size_t *r1) {
@@ -213,7 +219,7 @@ static inline __attribute__((always_inline)) void kann_dwblock_drive(const kann_
     kann_ref e_ref = a->scratch, d_ref = a->scratch;
     d_ref.offset += e_floats * sizeof(float);
     size_t held0 = 0, held1 = 0; /* the input rows whose e rows the planes hold, from row 0 */
-    for (size_t o0 = o_begin; o0 < o_end; o0 += a->band_rows) {
+    for (size_t o0 = o_begin; o0 < o_end && kann_claim(ex, (uint32_t)o0); o0 += a->band_rows) {
         size_t o1 = o_end - o0 < a->band_rows ? o_end : o0 + a->band_rows, r0, r1;
         kann_dwblock_rows(a, o0, o1, &r0, &r1);
         size_t new0 = r0;
@@ -223,7 +229,14 @@ static inline __attribute__((always_inline)) void kann_dwblock_drive(const kann_
         }
         float *en = e + (new0 - r0) * w_in;
         size_t n_new = (r1 - new0) * w_in;
-        if (a->expand) {
+        /* A record cut into parts expands row by row: a row's sums come out the same whatever
+         * band or part computes it (a strip's columns may round differently from one place in
+         * it to another). */
+        if (a->expand && a->slots) {
+            for (size_t r = new0; r < r1; r++)
+                kann_pointwise_band(ukr, nr, w_exp, a->c_mid, a->c_in, x + r * w_in, in_plane, w_in,
+                                    b_exp, NULL, en + (r - new0) * w_in, e_plane, &a->act_exp);
+        } else if (a->expand) {
             kann_pointwise_band(ukr, nr, w_exp, a->c_mid, a->c_in, x + new0 * w_in, in_plane, n_new,
                                 b_exp, NULL, en, e_plane, &a->act_exp);
         } else {

@@ -268,7 +268,7 @@ int kann_dwblock_lanes_avx512(const kann_dwblock_args *a, const kann_exec *ex,
     const size_t blocks = (a->c_mid + LANES - 1) / LANES;
     const int64_t first = (int64_t)o_begin * a->stride_h - a->pad_top;
     size_t held = first < 0 ? 0 : (size_t)first; /* the first input row not yet in the rings */
-    for (size_t o0 = o_begin; o0 < o_end; o0 += a->band_rows) {
+    for (size_t o0 = o_begin; o0 < o_end && kann_claim(ex, (uint32_t)o0); o0 += a->band_rows) {
         size_t o1 = o_end - o0 < a->band_rows ? o_end : o0 + a->band_rows;
         size_t n_d = (o1 - o0) * a->w_out, next = held;
         size_t groups = (blocks + GROUP - 1) / GROUP;

@@ -53,6 +53,9 @@ typedef struct share {
     uint32_t expected;
     kann_session *_Atomic session;
     _Atomic uint32_t record, begin, end, granule, parts;
+    /* A record whose parts work in scratch copies (kann_model_record_slots): the owner's thread
+     * runs in copy 0, thread t in copy (t - owner) mod threads. slots 0: none. */
+    _Atomic uint32_t slots, owner, threads;
 } share;
 
 /* The parts [*next, *end) a share's word leaves. */
@@ -173,8 +176,8 @@ static void part_range(uint32_t begin, uint32_t end, uint32_t granule, uint32_t 
     *hi = i + 1 == n ? end : begin + (uint32_t)((uint64_t)units * (i + 1) / n) * granule;
 }
 
-/* Runs one part of stream i's shared record, if one is left; 1 if it did. */
-static int help(kann_host_pool *p, uint32_t i) {
+/* Runs one part of stream i's shared record on thread t, if one is left; 1 if it did. */
+static int help(kann_host_pool *p, uint32_t i, uint32_t t) {
     share *sh = &p->shares[i];
     uint64_t w = atomic_load_explicit(&sh->word, memory_order_acquire);
     uint32_t next, end_part;
@@ -186,29 +189,34 @@ static int help(kann_host_pool *p, uint32_t i) {
     uint32_t end = atomic_load_explicit(&sh->end, memory_order_relaxed);
     uint32_t granule = atomic_load_explicit(&sh->granule, memory_order_relaxed);
     uint32_t n = atomic_load_explicit(&sh->parts, memory_order_relaxed);
+    uint32_t slots = atomic_load_explicit(&sh->slots, memory_order_relaxed);
+    uint32_t owner = atomic_load_explicit(&sh->owner, memory_order_relaxed);
+    uint32_t threads = atomic_load_explicit(&sh->threads, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
+    if (slots && (t >= threads || owner >= threads)) return 0;
     uint64_t taken = (w & ~(uint64_t)0xffff) | (end_part - 1);
     if (!atomic_compare_exchange_strong(&sh->word, &w, taken)) return 0;
     uint32_t lo, hi;
     part_range(begin, end, granule, n, end_part - 1, &lo, &hi);
-    kann_session_run_part(session, record, lo, hi);
+    kann_session_run_part_in(session, record, lo, hi, slots ? (t + threads - owner) % threads : 0,
+                             NULL, NULL);
     atomic_fetch_add_explicit(&sh->done, 1, memory_order_release);
     return 1;
 }
 
-/* Runs a part of any stream's shared record; 1 if it did. */
-static int help_any(kann_host_pool *p, uint32_t n_streams) {
+/* Runs a part of any stream's shared record on thread t; 1 if it did. */
+static int help_any(kann_host_pool *p, uint32_t n_streams, uint32_t t) {
     for (uint32_t i = 0; i < n_streams; i++)
-        if (help(p, i)) return 1;
+        if (help(p, i, t)) return 1;
     return 0;
 }
 
 /* Waits until segments_done reaches target, meanwhile running parts of the records other
- * threads share; the same sleeper protocol as wait_change. */
-static void wait_done(kann_host_pool *p, uint32_t target, uint32_t n_streams) {
+ * threads share (t: the calling thread); the same sleeper protocol as wait_change. */
+static void wait_done(kann_host_pool *p, uint32_t target, uint32_t n_streams, uint32_t t) {
     for (uint32_t i = 0; i < p->spins_wait; i++) {
         if (reached(atomic_load_explicit(&p->segments_done, memory_order_acquire), target)) return;
-        if (help_any(p, n_streams))
+        if (help_any(p, n_streams, t))
             i = 0;
         else
             cpu_relax();
@@ -222,10 +230,38 @@ static void wait_done(kann_host_pool *p, uint32_t target, uint32_t n_streams) {
     }
 }
 
-/* Runs stream i's records from cursor up to the phase's barrier, offering each record that
- * may be cut into parts (kann_model_record_parts) to the other threads, and returns once the
- * parts they took are done. */
-static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32_t cursor) {
+/* The owner's side of a shared record whose kernel claims its parts as it goes: the parts
+ * [next, end) of the share's word are left; the owner holds up to `hi`. */
+typedef struct owner_claim {
+    share *sh;
+    uint32_t begin, end, granule, n;
+    uint32_t lo, hi, own; /* the part held, and the parts taken */
+} owner_claim;
+
+/* kann_exec.claim for the owner: 1 while `at` lies in the part it holds, else it takes the
+ * next part left (asked at that part's first index), 0 once helpers took the rest. */
+static int claim_next(void *ctx, uint32_t at) {
+    owner_claim *o = ctx;
+    if (at < o->hi) return 1;
+    for (;;) {
+        uint64_t w = atomic_load_explicit(&o->sh->word, memory_order_relaxed);
+        uint32_t next, end_part;
+        share_left(w, &next, &end_part);
+        if (next >= end_part) return 0;
+        uint64_t taken = (w >> 32) << 32 | (uint64_t)(next + 1) << 16 | end_part;
+        if (!atomic_compare_exchange_weak(&o->sh->word, &w, taken)) continue;
+        part_range(o->begin, o->end, o->granule, o->n, next, &o->lo, &o->hi);
+        o->own++;
+        return 1;
+    }
+}
+
+/* Runs stream i's records from cursor up to the phase's barrier on thread t, offering each
+ * record that may be cut into parts (kann_model_record_parts) to the other threads, and returns
+ * once the parts they took are done. A record whose parts need scratch copies is cut only where
+ * it has one for each thread. */
+static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32_t cursor,
+                        uint32_t t) {
     const kann_model *m = j->session->model;
     share *sh = &p->shares[i];
     for (;; cursor++) {
@@ -236,11 +272,14 @@ static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32
             break;
         double work;
         uint32_t begin, end, granule = kann_model_record_parts(m, cursor, &begin, &end, &work);
-        uint32_t n = 0;
+        uint32_t n = 0, slots = 0;
+        int claims = 0;
         if (granule) {
             uint32_t units = (end - begin + granule - 1) / granule;
             n = units < SHARE_PARTS ? units : SHARE_PARTS;
             if (work < n * SHARE_MIN_PART) n = (uint32_t)(work / SHARE_MIN_PART);
+            slots = kann_model_record_slots(m, cursor, &claims);
+            if (slots && slots < j->n_active) n = 0;
         }
         if (n < 2) {
             kann_session_run_part(j->session, cursor, begin, end);
@@ -256,21 +295,17 @@ static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32
         atomic_store_explicit(&sh->end, end, memory_order_relaxed);
         atomic_store_explicit(&sh->granule, granule, memory_order_relaxed);
         atomic_store_explicit(&sh->parts, n, memory_order_relaxed);
+        atomic_store_explicit(&sh->slots, slots, memory_order_relaxed);
+        atomic_store_explicit(&sh->owner, t, memory_order_relaxed);
+        atomic_store_explicit(&sh->threads, j->n_active, memory_order_relaxed);
         atomic_store_explicit(&sh->word, id << 32 | n, memory_order_release);
-        uint32_t own = 0;
-        for (;;) {
-            uint64_t w = atomic_load_explicit(&sh->word, memory_order_relaxed);
-            uint32_t next, end_part;
-            share_left(w, &next, &end_part);
-            if (next >= end_part) break;
-            uint64_t taken = (w >> 32) << 32 | (uint64_t)(next + 1) << 16 | end_part;
-            if (!atomic_compare_exchange_weak(&sh->word, &w, taken)) continue;
-            uint32_t lo, hi;
-            part_range(begin, end, granule, n, next, &lo, &hi);
-            kann_session_run_part(j->session, cursor, lo, hi);
-            own++;
-        }
-        sh->expected += n - own;
+        owner_claim o = {sh, begin, end, granule, n, begin, begin, 0};
+        if (claims) /* one call, which takes the parts as it reaches them */
+            kann_session_run_part_in(j->session, cursor, begin, end, 0, claim_next, &o);
+        else
+            while (claim_next(&o, o.hi))
+                kann_session_run_part(j->session, cursor, o.lo, o.hi);
+        sh->expected += n - o.own;
     }
     while (atomic_load_explicit(&sh->done, memory_order_acquire) != sh->expected)
         cpu_relax();
@@ -278,13 +313,14 @@ static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32
 
 /* Claims segment (stream, phase) of job j and runs it; 0 if another thread had claimed it or
  * j is a finished run (a stale copy). */
-static int claim_and_run(kann_host_pool *p, const pool_job *j, uint32_t stream, uint32_t phase) {
+static int claim_and_run(kann_host_pool *p, const pool_job *j, uint32_t stream, uint32_t phase,
+                         uint32_t t) {
     uint32_t want = j->ticket + phase;
     if (atomic_load_explicit(&p->claims[stream], memory_order_relaxed) != want ||
         !atomic_compare_exchange_strong(&p->claims[stream], &want, want + 1))
         return 0;
     /* A claim only succeeds during its own run: the job and the session are live. */
-    run_segment(p, j, stream, j->starts[(size_t)phase * j->n_streams + stream]);
+    run_segment(p, j, stream, j->starts[(size_t)phase * j->n_streams + stream], t);
     uint32_t target = j->done_base + (phase + 1) * j->n_streams;
     if (atomic_fetch_add(&p->segments_done, 1) + 1 == target && atomic_load(&p->done_sleepers))
         wake_all(&p->segments_done);
@@ -301,10 +337,10 @@ static void pool_walk(kann_host_pool *p, const pool_job *j, uint32_t t) {
              own_end = (uint32_t)((uint64_t)(t + 1) * S / T);
     for (uint32_t phase = 0; phase < j->n_phases; phase++) {
         for (uint32_t i = own_begin; i < own_end; i++)
-            claim_and_run(p, j, i, phase);
+            claim_and_run(p, j, i, phase, t);
         for (uint32_t i = S; i-- > 0;)
-            if (i < own_begin || i >= own_end) claim_and_run(p, j, i, phase);
-        if (t == 0 || phase + 1 < j->n_phases) wait_done(p, j->done_base + (phase + 1) * S, S);
+            if (i < own_begin || i >= own_end) claim_and_run(p, j, i, phase, t);
+        if (t == 0 || phase + 1 < j->n_phases) wait_done(p, j->done_base + (phase + 1) * S, S, t);
     }
 }
 

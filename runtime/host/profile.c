@@ -39,7 +39,7 @@ kann_status kann_profile_run(kann_session *s, uint32_t runs, kann_profile_row **
     if (!row_of || !cursor || !out) goto out_of_memory;
     uint32_t n = 0;
     uint64_t consts_size;
-    kann_exec ex = {s->arena, kann_model_consts(m, &consts_size)};
+    kann_exec ex = {s->arena, kann_model_consts(m, &consts_size), NULL, NULL};
     for (uint32_t run = 0; run < runs; run++) {
         if (run == 1) {
             per_run = calloc((size_t)(n ? n : 1) * runs, sizeof *per_run);

@@ -182,8 +182,9 @@ kann_status kann_session_run_phase(kann_session *s, uint32_t *cursor);
 uint32_t kann_model_skip_phase(const kann_model *m, uint32_t cursor);
 /* For executors that share one record among threads: the granule g at which record r's tile
  * [*begin, *end) may be cut into parts that run at the same time, each computing its outputs
- * bit for bit as the whole record does, no two parts writing the same byte; 0 when r runs only
- * whole (a barrier, a kernel whose parts would share a scratch, r not a record of the model).
+ * bit for bit as the whole record does, no two parts writing the same byte (those with a
+ * scratch each in a copy of their own: kann_model_record_slots); 0 when r runs only whole (a
+ * barrier, a kernel whose parts would share one scratch, r not a record of the model).
  * *work (may be NULL): the record's multiply-adds, or elements compared, when it may be cut
  * (else 0). */
 uint32_t kann_model_record_parts(const kann_model *m, uint32_t r, uint32_t *begin, uint32_t *end,
@@ -192,6 +193,18 @@ uint32_t kann_model_record_parts(const kann_model *m, uint32_t r, uint32_t *begi
  * kann_model_record_parts non-zero) begin = the tile's begin + i g and end the tile's end or its
  * begin + j g, i < j. KANN_E_ARGUMENT (nothing run) for any other part or a barrier. */
 kann_status kann_session_run_part(kann_session *s, uint32_t r, uint32_t begin, uint32_t end);
+/* For a record r that kann_model_record_parts cuts: the copies of a scratch its parts work in,
+ * one for each part running at the same time (0: its parts use none, so any number of them may
+ * run at once); *claims (may be NULL) 1 where r's kernel takes its parts as it goes, so that
+ * one call runs every part no other thread has taken (kann_session_run_part_in). */
+uint32_t kann_model_record_slots(const kann_model *m, uint32_t r, int *claims);
+/* kann_session_run_part, in scratch copy `slot` (0, or below kann_model_record_slots; else
+ * KANN_E_ARGUMENT), and with claim non-NULL, for a record whose kernel claims its parts: before
+ * each granule of the part it computes, from index `at`, the kernel calls claim(claim_ctx, at)
+ * and stops where that returns 0. */
+kann_status kann_session_run_part_in(kann_session *s, uint32_t r, uint32_t begin, uint32_t end,
+                                     uint32_t slot, int (*claim)(void *ctx, uint32_t at),
+                                     void *claim_ctx);
 
 /* ---- static models (kann-c --emit c) -----------------------------------------------------
  * A model compiled to C source for firmware: its records hold kernel function pointers and

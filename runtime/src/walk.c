@@ -21,7 +21,7 @@ kann_status kann_session_run(kann_session *s, kann_error *err) {
         return kann_rt_fail(err, KANN_E_ARGUMENT, "kann_session_run: session not initialized");
     const kann_model *m = s->model;
     const kann_stream_desc *sd = (const kann_stream_desc *)m->streams;
-    const kann_exec ex = {s->arena, m->consts};
+    const kann_exec ex = {s->arena, m->consts, NULL, NULL};
     /* One position per stream: stream s's phase p may read what any stream wrote in p - 1. */
     uint32_t cursor[KANN_MAX_STREAMS];
     for (uint32_t i = 0; i < m->n_streams; i++)
@@ -39,7 +39,7 @@ kann_status kann_session_run_streams(kann_session *s, uint32_t first, uint32_t s
         return KANN_E_ARGUMENT;
     const kann_model *m = s->model;
     const kann_stream_desc *sd = (const kann_stream_desc *)m->streams;
-    const kann_exec ex = {s->arena, m->consts};
+    const kann_exec ex = {s->arena, m->consts, NULL, NULL};
     uint32_t cursor[KANN_MAX_STREAMS];
     for (uint32_t i = first; i < m->n_streams; i += stride)
         cursor[i] = sd[i].first;
@@ -55,7 +55,7 @@ kann_status kann_session_run_phase(kann_session *s, uint32_t *cursor) {
     if (s == 0 || s->model == 0 || s->model->bytes == 0 || cursor == 0 ||
         *cursor >= s->model->n_records)
         return KANN_E_ARGUMENT;
-    const kann_exec ex = {s->arena, s->model->consts};
+    const kann_exec ex = {s->arena, s->model->consts, NULL, NULL};
     run_phase(s->model, &ex, cursor);
     return KANN_OK;
 }
@@ -86,37 +86,49 @@ uint32_t kann_model_record_parts(const kann_model *m, uint32_t r, uint32_t *begi
     return g;
 }
 
-/* The argument structs of the kernels kann_kernel_part_granule cuts. */
-typedef union part_args {
-    kann_conv2d_packed_args packed;
-    kann_dwconv2d_args dw;
-    kann_pool2d_args pool;
-} part_args;
+uint32_t kann_model_record_slots(const kann_model *m, uint32_t r, int *claims) {
+    if (claims) *claims = 0;
+    if (m == 0 || m->bytes == 0 || r >= m->n_records) return 0;
+    const kann_record *rec = (const kann_record *)m->records + r;
+    if (rec->kernel == KANN_KERNEL_BARRIER) return 0;
+    const void *args = m->args + rec->args_offset;
+    double work;
+    if (kann_kernel_part_granule(rec->kernel, args, &work) == 0) return 0;
+    uint64_t slot_bytes;
+    if (claims) *claims = kann_kernel_part_claims(rec->kernel);
+    return kann_kernel_part_slots(rec->kernel, args, &slot_bytes);
+}
 
 kann_status kann_session_run_part(kann_session *s, uint32_t r, uint32_t begin, uint32_t end) {
+    return kann_session_run_part_in(s, r, begin, end, 0, 0, 0);
+}
+
+kann_status kann_session_run_part_in(kann_session *s, uint32_t r, uint32_t begin, uint32_t end,
+                                     uint32_t slot, int (*claim)(void *ctx, uint32_t at),
+                                     void *claim_ctx) {
     if (s == 0 || s->model == 0 || s->model->bytes == 0 || r >= s->model->n_records)
         return KANN_E_ARGUMENT;
     const kann_model *m = s->model;
     const kann_record *rec = (const kann_record *)m->records + r;
     if (rec->kernel == KANN_KERNEL_BARRIER) return KANN_E_ARGUMENT;
     const void *args = m->args + rec->args_offset;
-    const kann_exec ex = {s->arena, m->consts};
+    const kann_exec ex = {s->arena, m->consts, claim, claim_ctx};
     const kann_tile *tile = args;
     uint32_t lo = tile->begin, hi = tile->end;
-    if (begin == lo && end == hi) { /* the whole record */
+    if (begin == lo && end == hi && slot == 0) { /* the whole record */
         m->kernels[rec->kernel](args, &ex);
         return KANN_OK;
     }
     double work;
+    uint64_t slot_bytes;
     uint32_t g = kann_kernel_part_granule(rec->kernel, args, &work);
-    if (g == 0 || rec->args_size > sizeof(part_args) || begin < lo || begin >= end || end > hi ||
-        (begin - lo) % g != 0 || (end != hi && (end - lo) % g != 0))
+    if (g == 0 || rec->args_size > KANN_PART_ARGS_MAX || begin < lo || begin >= end || end > hi ||
+        (begin - lo) % g != 0 || (end != hi && (end - lo) % g != 0) ||
+        (slot != 0 && slot >= kann_kernel_part_slots(rec->kernel, args, &slot_bytes)))
         return KANN_E_ARGUMENT;
-    part_args a;
-    memcpy(&a, args, rec->args_size);
-    kann_tile *t = (kann_tile *)&a;
-    t->begin = begin;
-    t->end = end;
-    m->kernels[rec->kernel](&a, &ex);
+    _Alignas(8) unsigned char a[KANN_PART_ARGS_MAX];
+    memcpy(a, args, rec->args_size);
+    kann_kernel_part_args(rec->kernel, a, begin, end, slot);
+    m->kernels[rec->kernel](a, &ex);
     return KANN_OK;
 }

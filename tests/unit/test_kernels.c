@@ -1357,7 +1357,7 @@ typedef struct family_case {
     size_t refs[MAX_REFS]; /* offsets of its kann_refs; NO_FIELD ends the list */
     size_t output;         /* offset of the output ref */
     size_t act;            /* offset of its kann_act, or NO_FIELD */
-    bad_case bad[8];
+    bad_case bad[9];
 } family_case;
 
 #define P(type, field, v)                                                                          \
@@ -1495,7 +1495,8 @@ static const family_case families[] = {
       offsetof(kann_dwblock_args, y), offsetof(kann_dwblock_args, scratch)},
      offsetof(kann_dwblock_args, y),
      offsetof(kann_dwblock_args, act_proj),
-     {{"reserved field", {P(kann_dwblock_args, reserved, 1), END}},
+     {{"scratch copies past the arena", {P(kann_dwblock_args, slots, 2), END}},
+      {"scratch copies overflow", {P(kann_dwblock_args, slots, U32MAX), END}},
       {"expand 2", {P(kann_dwblock_args, expand, 2), END}},
       {"no expansion, c_mid != c_in", {P(kann_dwblock_args, expand, 0), END}},
       {"band rows 0", {P(kann_dwblock_args, band_rows, 0), END}},
@@ -1732,7 +1733,7 @@ static void test_validated_mutations_run_safely(void **state) {
         assert_true(arena && consts);
         memcpy(arena, mem[KANN_SPACE_ARENA], bounds.arena_size);
         memcpy(consts, mem[KANN_SPACE_CONST], bounds.const_size);
-        kann_exec exact = {arena, consts};
+        kann_exec exact = {arena, consts, NULL, NULL};
         for (int i = 0; i < 3000; i++) {
             memcpy(args, good, info->args_size);
             for (uint32_t n_fields = rng_range(1, 3); n_fields > 0; n_fields--) {

@@ -1,8 +1,10 @@
 /* Records cut into parts (kann_kernel_part_granule): for the pointwise and wide packed convs,
- * the Winograd conv along its tiles, the depthwise conv and pooling, every variant, a record's
- * tile run as parts cut at random multiples of the granule writes the same bytes as the record
- * run whole, and nothing outside its output (and its scratch); a conv that gathers into a
- * scratch is not cut, nor a Winograd conv along output channels. */
+ * the Winograd conv along its tiles, the depthwise conv, pooling and the inverted residual
+ * block (its parts in scratch copies of their own, or claimed as one call goes), every
+ * variant, a record's tile run as parts cut at random multiples of the granule writes the same
+ * bytes as the record run whole, and nothing outside its output (and its scratch); a conv that
+ * gathers into a scratch is not cut, nor a Winograd conv along output channels, nor a block
+ * with one scratch. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 #include "kernel_variants.h"
 #include "ref/conv2d_packed.h"
 #include "ref/conv2d_winograd.h"
+#include "ref/dwblock.h"
 #include "test_arena.h"
 #include "test_rng.h"
 
@@ -24,9 +27,41 @@ static uint32_t rnd(uint32_t lo, uint32_t hi) {
     return (uint32_t)rng_range(lo, hi);
 }
 
-/* Runs args whole with every variant of kernel, then as parts, and compares the arena but
- * scratch_floats floats at scratch (a kernel's working space, whose contents parts may leave
- * elsewhere in it). */
+/* A claim (kann_exec.claim) that gives the caller its first `left` granules, then stops it;
+ * it checks that they are asked for in order, a granule apart from the tile's begin. */
+typedef struct stop_after {
+    uint32_t next, granule, left;
+} stop_after;
+
+static int claim_some(void *ctx, uint32_t at) {
+    stop_after *c = ctx;
+    assert_int_equal(at, c->next);
+    if (c->left == 0) return 0;
+    c->left--;
+    c->next += c->granule;
+    return 1;
+}
+
+/* Runs a copy of args as the part [begin, end) in scratch copy `slot`, with claim ctx. */
+static void run_part(kernel_variant v, uint32_t kernel, const void *args, size_t args_size,
+                     uint32_t begin, uint32_t end, uint32_t slot, stop_after *claim) {
+    _Alignas(8) unsigned char part[KANN_PART_ARGS_MAX];
+    assert_true(args_size <= sizeof part);
+    memcpy(part, args, args_size);
+    kann_kernel_part_args(kernel, part, begin, end, slot);
+    kann_bounds bd = {arena_used * sizeof(float), arena_used * sizeof(float)};
+    kann_error err;
+    if (kann_kernels[kernel].validate(part, &bd, &err) != KANN_OK)
+        fail_msg("part [%u, %u) in copy %u: %s", begin, end, slot, err.message);
+    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, claim ? claim_some : NULL, claim};
+    v.fn(part, &ex);
+}
+
+/* Runs args whole with every variant of kernel, then as parts (each in a scratch copy of its
+ * own where the kernel's parts take one), then, for a kernel that claims its parts, the tile in
+ * one call stopped after some granules and the rest as a part in another copy; compares the
+ * arena but scratch_floats floats at scratch (a kernel's working space, whose contents parts
+ * may leave elsewhere in it). */
 static void check_parts_but(uint32_t kernel, void *args, size_t args_size, const char *what,
                             kann_ref scratch, size_t scratch_floats) {
     kann_tile *t = args;
@@ -34,11 +69,13 @@ static void check_parts_but(uint32_t kernel, void *args, size_t args_size, const
     uint32_t g = kann_kernel_part_granule(kernel, args, &work);
     assert_true(g > 0);
     assert_true(work > 0.0);
+    uint64_t slot_bytes;
+    uint32_t slots = kann_kernel_part_slots(kernel, args, &slot_bytes);
     kann_bounds bd = {arena_used * sizeof(float), arena_used * sizeof(float)};
     kann_error err;
     if (kann_kernels[kernel].validate(args, &bd, &err) != KANN_OK)
         fail_msg("%s: %s", what, err.message);
-    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena};
+    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL};
     size_t bytes = arena_used * sizeof(float);
     float *start = malloc(bytes), *whole = malloc(bytes);
     assert_non_null(start);
@@ -46,39 +83,42 @@ static void check_parts_but(uint32_t kernel, void *args, size_t args_size, const
     memcpy(start, arena, bytes);
     kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
     int nv = kernel_variants((int)kernel, vs);
-    unsigned char part[1024];
-    assert_true(args_size <= sizeof part);
+    uint32_t units = (t->end - t->begin + g - 1) / g;
     for (int v = 0; v < nv; v++) {
         memcpy(arena, start, bytes);
         vs[v].fn(args, &ex);
         memcpy(whole, arena, bytes);
-        memcpy(arena, start, bytes);
-        /* parts of 1 to 3 granules, the last up to the tile's end */
-        uint32_t begin = t->begin;
-        while (begin < t->end) {
-            uint32_t end = begin + g * rnd(1, 3);
-            if (end > t->end) end = t->end;
-            memcpy(part, args, args_size);
-            ((kann_tile *)part)->begin = begin;
-            ((kann_tile *)part)->end = end;
-            if (kann_kernels[kernel].validate(part, &bd, &err) != KANN_OK)
-                fail_msg("%s part [%u, %u): %s", what, begin, end, err.message);
-            vs[v].fn(part, &ex);
-            begin = end;
-        }
-        if (scratch_floats) {
-            size_t at = scratch.offset / sizeof(float);
-            memset(arena + at, 0, scratch_floats * sizeof(float));
-            memset(whole + at, 0, scratch_floats * sizeof(float));
-        }
-        if (memcmp(arena, whole, bytes) != 0) {
-            size_t i = 0;
-            while (memcmp(&arena[i], &whole[i], sizeof(float)) == 0)
-                i++;
-            fail_msg("%s (%s, axis %u, tile [%u, %u), granule %u): float %zu is %g in parts, %g "
-                     "whole",
-                     what, vs[v].isa, t->axis, t->begin, t->end, g, i, (double)arena[i],
-                     (double)whole[i]);
+        for (int way = 0; way < (kann_kernel_part_claims(kernel) ? 2 : 1); way++) {
+            memcpy(arena, start, bytes);
+            if (way == 0) { /* parts of 1 to 3 granules, the last up to the tile's end */
+                uint32_t begin = t->begin, i = 0;
+                while (begin < t->end) {
+                    uint32_t end = begin + g * rnd(1, 3);
+                    if (end > t->end) end = t->end;
+                    run_part(vs[v], kernel, args, args_size, begin, end, slots ? i++ % slots : 0,
+                             NULL);
+                    begin = end;
+                }
+            } else { /* the first granules claimed by one call, the rest a part in copy 1 */
+                stop_after c = {t->begin, g, rnd(0, units)};
+                uint32_t rest = t->begin + c.left * g;
+                run_part(vs[v], kernel, args, args_size, t->begin, t->end, 0, &c);
+                if (rest < t->end) run_part(vs[v], kernel, args, args_size, rest, t->end, 1, NULL);
+            }
+            if (scratch_floats) {
+                size_t at = scratch.offset / sizeof(float);
+                memset(arena + at, 0, scratch_floats * sizeof(float));
+                memset(whole + at, 0, scratch_floats * sizeof(float));
+            }
+            if (memcmp(arena, whole, bytes) != 0) {
+                size_t i = 0;
+                while (memcmp(&arena[i], &whole[i], sizeof(float)) == 0)
+                    i++;
+                fail_msg("%s (%s, axis %u, tile [%u, %u), granule %u, %s): float %zu is %g in "
+                         "parts, %g whole",
+                         what, vs[v].isa, t->axis, t->begin, t->end, g, way ? "claimed" : "cut", i,
+                         (double)arena[i], (double)whole[i]);
+            }
         }
     }
     free(start);
@@ -237,6 +277,61 @@ static void pool_case(void) {
     free(arena);
 }
 
+/* An inverted residual block (or a depthwise-separable pair) cut into bands of output rows,
+ * in 2 or 3 scratch copies: shapes that take the AVX-512 lanes path (an expansion from at most
+ * 64 channels over rows of at least 6) and the band path. */
+static void dwblock_case(void) {
+    kann_dwblock_args a;
+    memset(&a, 0, sizeof a);
+    uint32_t s = rnd(1, 2), k = rnd(0, 3) ? 3 : 5;
+    a.expand = rnd(0, 3) != 0;
+    a.c_in = rnd(1, 40);
+    a.c_mid = a.expand ? rnd(1, 50) : a.c_in;
+    a.c_out = rnd(1, 30);
+    a.k_h = a.k_w = k;
+    a.stride_h = a.stride_w = s;
+    a.dil_h = a.dil_w = 1;
+    a.pad_top = a.pad_left = k / 2;
+    a.h_in = rnd(k, 20);
+    a.w_in = rnd(k, 24);
+    a.h_out = (a.h_in + k - 1 - k) / s + 1;
+    a.w_out = (a.w_in + k - 1 - k) / s + 1;
+    a.band_rows = rnd(1, 4);
+    a.slots = rnd(2, 3);
+    a.act_exp = (kann_act){KANN_ACT_CLIP, 0, 6, 0};
+    a.act_dw.kind = rnd(0, 1) ? KANN_ACT_RELU : KANN_ACT_NONE;
+    uint32_t p = KANN_CONV_PANEL;
+    size_t in = (size_t)a.c_in * a.h_in * a.w_in, out = (size_t)a.c_out * a.h_out * a.w_out;
+    size_t w_exp = (size_t)(a.c_mid + p - 1) / p * p * a.c_in;
+    size_t w_proj = (size_t)(a.c_out + p - 1) / p * p * a.c_mid;
+    size_t scratch = (size_t)(kann_dwblock_slot_floats(&a) * a.slots);
+    size_t floats = in + w_exp + 2 * (size_t)a.c_mid + (size_t)a.c_mid * k * k + w_proj + a.c_out +
+                    2 * out + scratch + 10 * 16;
+    arena = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    assert_non_null(arena);
+    arena_used = 0;
+    a.x = alloc_floats(in);
+    if (a.expand) {
+        a.w_exp = alloc_floats(w_exp);
+        if (rnd(0, 1)) a.b_exp = alloc_floats(a.c_mid);
+    }
+    a.w_dw = alloc_floats((size_t)a.c_mid * k * k);
+    if (rnd(0, 1)) a.b_dw = alloc_floats(a.c_mid);
+    a.w_proj = alloc_floats(w_proj);
+    if (rnd(0, 1)) a.b_proj = alloc_floats(a.c_out);
+    if (rnd(0, 1)) a.residual = alloc_floats(out);
+    a.y = alloc_floats(out);
+    a.scratch = alloc_floats(scratch);
+    fill_random();
+    a.tile = random_tile(0, a.h_out, a.band_rows);
+    check_parts_but(KANN_KERNEL_F32_DWBLOCK, &a, sizeof a, "dwblock", a.scratch, scratch);
+    /* one scratch: not cut */
+    a.slots = 1;
+    double work = 1.0;
+    assert_int_equal(kann_kernel_part_granule(KANN_KERNEL_F32_DWBLOCK, &a, &work), 0);
+    free(arena);
+}
+
 static void test_parts_match_whole(void **state) {
     (void)state;
     rng_state = 20261121;
@@ -246,6 +341,7 @@ static void test_parts_match_whole(void **state) {
         winograd_case();
         dw_case();
         pool_case();
+        dwblock_case();
     }
 }
 
