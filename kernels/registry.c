@@ -25,19 +25,39 @@ const kann_kernel_info kann_kernels[KANN_KERNEL_COUNT] = {
 #include "families.def"
 #undef KANN_FAMILY
 
+/* The least common multiple of a > 0 and b, a power of two; 0 past UINT32_MAX. */
+static uint32_t lcm_pow2(uint32_t a, uint32_t b) {
+    uint32_t common = a & (~a + 1u); /* the largest power of two dividing a */
+    uint64_t m = common >= b ? a : (uint64_t)(a / common) * b;
+    return m > UINT32_MAX ? 0 : (uint32_t)m;
+}
+
 uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *work) {
     const kann_tile *t = args;
     double share = t->end > t->begin ? (double)(t->end - t->begin) : 0.0;
     *work = 0.0;
     switch (kernel) {
     case KANN_KERNEL_F32_CONV2D_PACKED: {
-        /* the pointwise and wide paths read x in place; a gathering conv has a scratch. The
-         * wide path's pixel blocks start at the tile's first pixel, and where they end
-         * changes how its sums round: it is cut along output channels only. */
+        /* The pointwise path reads x in place: cut along either axis. The wide path's pixel
+         * blocks start at the tile's first pixel, and where they end changes how its sums
+         * round: cut along output channels only. A gathering conv (a scratch) along its pixels,
+         * each part gathering its own into its own place, in whole output rows of whole
+         * 32-pixel strips (where the strips and the direct path's rows fall the same as the
+         * whole tile's); not where the tile picks its path by its extent (the phase planes and
+         * the AVX-512 lanes path: windows of several taps over a long reduction, and narrow
+         * convs), nor along output channels (each part would gather every pixel into the same
+         * place). */
         const kann_conv2d_packed_args *a = args;
-        if (a->scratch.space != KANN_SPACE_NONE) return 0;
-        if (t->axis == 1 && !kann_conv2d_packed_pointwise(a)) return 0;
         double k = (double)a->c_in * a->k_h * a->k_w, hw = (double)a->h_out * a->w_out;
+        if (a->scratch.space != KANN_SPACE_NONE) {
+            if (t->axis != 1 || a->w_out == 0 || a->c_out <= KANN_CONV_LANES_NARROW ||
+                ((uint32_t)a->k_h * a->k_w > 1 && k >= KANN_CONV_PHASE_MIN_K))
+                return 0;
+            uint32_t g = lcm_pow2(a->w_out, KANN_CONV_PIXEL_GRANULE);
+            if (g) *work = share * k * a->c_out;
+            return g;
+        }
+        if (t->axis == 1 && !kann_conv2d_packed_pointwise(a)) return 0;
         *work = share * k * (t->axis == 0 ? hw : (double)a->c_out);
         return t->axis == 0 ? KANN_CONV_PANEL : KANN_CONV_PIXEL_GRANULE;
     }

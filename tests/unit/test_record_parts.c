@@ -1,10 +1,10 @@
-/* Records cut into parts (kann_kernel_part_granule): for the pointwise and wide packed convs,
- * the Winograd conv along its tiles, the depthwise conv, pooling and the inverted residual
- * block (its parts in scratch copies of their own, or claimed as one call goes), every
- * variant, a record's tile run as parts cut at random multiples of the granule writes the same
- * bytes as the record run whole, and nothing outside its output (and its scratch); a conv that
- * gathers into a scratch is not cut, nor a Winograd conv along output channels, nor a block
- * with one scratch. */
+/* Records cut into parts (kann_kernel_part_granule): for the pointwise, wide and gathering
+ * packed convs, the Winograd conv along its tiles, the depthwise conv, pooling and the
+ * inverted residual block (its parts in scratch copies of their own, or claimed as one call
+ * goes), every variant, a record's tile run as parts cut at random multiples of the granule
+ * writes the same bytes as the record run whole, and nothing outside its output (and its
+ * scratch); a conv that gathers into a scratch is cut only along its pixels, a Winograd conv
+ * only along its tiles, a block only with a scratch copy for each part. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -177,6 +177,46 @@ static void packed_case(int wide) {
     free(arena);
 }
 
+/* A strided conv that gathers B into its scratch (im2col, or the direct path of few input
+ * channels: RGB stems, 1x1 and 3x3 stride-2 convs) cut along its pixels in whole rows. */
+static void gather_case(void) {
+    kann_conv2d_packed_args a;
+    memset(&a, 0, sizeof a);
+    uint32_t kinds[4][3] = {{3, 3, 3}, {1, 1, 40}, {3, 3, 10}, {5, 5, 3}}, kind = rnd(0, 3);
+    a.k_h = kinds[kind][0];
+    a.k_w = kinds[kind][1];
+    a.c_in = kind == 0 ? 3 : rnd(1, kinds[kind][2]);
+    a.c_out = rnd(KANN_CONV_LANES_NARROW + 1, 48);
+    a.stride_h = a.stride_w = 2;
+    a.dil_h = a.dil_w = 1;
+    a.pad_top = a.pad_left = a.k_h / 2;
+    a.h_in = rnd(a.k_h, 40);
+    a.w_in = rnd(a.k_w, 70);
+    a.h_out = (a.h_in + 2 * a.pad_top - a.k_h) / 2 + 1;
+    a.w_out = (a.w_in + 2 * a.pad_left - a.k_w) / 2 + 1;
+    a.act.kind = rnd(0, 1) ? KANN_ACT_RELU : KANN_ACT_NONE;
+    uint32_t K = a.c_in * a.k_h * a.k_w, hw = a.h_out * a.w_out;
+    uint32_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    size_t scratch = (size_t)K * ((hw + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE *
+                                  KANN_CONV_PIXEL_GRANULE);
+    arena = aligned_alloc(64, 64 * ((size_t)a.c_in * a.h_in * a.w_in +
+                                    (size_t)panels * KANN_CONV_PANEL * K +
+                                    3 * (size_t)a.c_out * hw + a.c_out + scratch / 16 + 256));
+    assert_non_null(arena);
+    arena_used = 0;
+    a.x = alloc_floats((size_t)a.c_in * a.h_in * a.w_in);
+    a.w = alloc_floats((size_t)panels * KANN_CONV_PANEL * K);
+    if (rnd(0, 1)) a.bias = alloc_floats(a.c_out);
+    if (rnd(0, 1)) a.residual = alloc_floats((size_t)a.c_out * hw);
+    a.y = alloc_floats((size_t)a.c_out * hw);
+    a.scratch = alloc_floats(scratch);
+    fill_random();
+    a.tile = random_tile(1, hw, KANN_CONV_PIXEL_GRANULE);
+    check_parts_but(KANN_KERNEL_F32_CONV2D_PACKED, &a, sizeof a, "gathering conv", a.scratch,
+                    scratch);
+    free(arena);
+}
+
 /* A Winograd conv cut along its tiles: F(2x2, 3x3) or F(4x4, 3x3), grids of 1 to 80 tiles
  * (several blocks of KANN_WINO_BLOCK, a short last one), padding 0 to 2. */
 static void winograd_case(void) {
@@ -342,11 +382,12 @@ static void test_parts_match_whole(void **state) {
         dw_case();
         pool_case();
         dwblock_case();
+        gather_case();
     }
 }
 
-/* A gathering conv (stride 2: im2col or phase planes in its scratch) runs only whole, and
- * other kernels are not cut. */
+/* A gathering conv (stride 2: im2col or phase planes in its scratch) is not cut along output
+ * channels, and other kernels are not cut. */
 static void test_scratch_not_cut(void **state) {
     (void)state;
     kann_conv2d_packed_args a;
