@@ -144,6 +144,25 @@ static kann_tile random_tile(uint32_t axis, uint32_t extent, uint32_t align) {
     return t;
 }
 
+/* The arena of a packed conv's shape, its buffers bound (bias and residual or not, a scratch of
+ * scratch floats where non-zero), filled at random. */
+static void packed_buffers(kann_conv2d_packed_args *a, size_t scratch) {
+    size_t K = (size_t)a->c_in * a->k_h * a->k_w, hw = (size_t)a->h_out * a->w_out;
+    size_t panels = (a->c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    size_t in = (size_t)a->c_in * a->h_in * a->w_in;
+    arena = aligned_alloc(64, 64 * (K * hw + in + panels * KANN_CONV_PANEL * K + 3 * a->c_out * hw +
+                                    a->c_out + scratch / 16 + 256));
+    assert_non_null(arena);
+    arena_used = 0;
+    a->x = alloc_floats(in);
+    a->w = alloc_floats(panels * KANN_CONV_PANEL * K);
+    if (rnd(0, 1)) a->bias = alloc_floats(a->c_out);
+    if (rnd(0, 1)) a->residual = alloc_floats(a->c_out * hw);
+    a->y = alloc_floats(a->c_out * hw);
+    if (scratch) a->scratch = alloc_floats(scratch);
+    fill_random();
+}
+
 static void packed_case(int wide) {
     kann_conv2d_packed_args a;
     memset(&a, 0, sizeof a);
@@ -156,19 +175,8 @@ static void packed_case(int wide) {
     a.h_in = a.h_out + a.k_h - 1;
     a.w_in = a.w_out + a.k_w - 1;
     a.act.kind = rnd(0, 1) ? KANN_ACT_RELU : KANN_ACT_NONE;
-    uint32_t K = a.c_in * a.k_h * a.k_w, hw = a.h_out * a.w_out;
-    uint32_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
-    arena = aligned_alloc(64, 64 * ((size_t)K * hw + (size_t)a.c_in * a.h_in * a.w_in +
-                                    (size_t)panels * KANN_CONV_PANEL * K +
-                                    3 * (size_t)a.c_out * hw + a.c_out + 256));
-    assert_non_null(arena);
-    arena_used = 0;
-    a.x = alloc_floats((size_t)a.c_in * a.h_in * a.w_in);
-    a.w = alloc_floats((size_t)panels * KANN_CONV_PANEL * K);
-    if (rnd(0, 1)) a.bias = alloc_floats(a.c_out);
-    if (rnd(0, 1)) a.residual = alloc_floats((size_t)a.c_out * hw);
-    a.y = alloc_floats((size_t)a.c_out * hw);
-    fill_random();
+    uint32_t hw = a.h_out * a.w_out;
+    packed_buffers(&a, 0);
     uint32_t axis = wide ? 0 : rnd(0, 1);
     a.tile = axis == 0 ? random_tile(0, a.c_out, KANN_CONV_PANEL)
                        : random_tile(1, hw, KANN_CONV_PIXEL_GRANULE);
@@ -196,21 +204,9 @@ static void gather_case(void) {
     a.w_out = (a.w_in + 2 * a.pad_left - a.k_w) / 2 + 1;
     a.act.kind = rnd(0, 1) ? KANN_ACT_RELU : KANN_ACT_NONE;
     uint32_t K = a.c_in * a.k_h * a.k_w, hw = a.h_out * a.w_out;
-    uint32_t panels = (a.c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
     size_t scratch = (size_t)K * ((hw + KANN_CONV_PIXEL_GRANULE - 1) / KANN_CONV_PIXEL_GRANULE *
                                   KANN_CONV_PIXEL_GRANULE);
-    arena = aligned_alloc(64, 64 * ((size_t)a.c_in * a.h_in * a.w_in +
-                                    (size_t)panels * KANN_CONV_PANEL * K +
-                                    3 * (size_t)a.c_out * hw + a.c_out + scratch / 16 + 256));
-    assert_non_null(arena);
-    arena_used = 0;
-    a.x = alloc_floats((size_t)a.c_in * a.h_in * a.w_in);
-    a.w = alloc_floats((size_t)panels * KANN_CONV_PANEL * K);
-    if (rnd(0, 1)) a.bias = alloc_floats(a.c_out);
-    if (rnd(0, 1)) a.residual = alloc_floats((size_t)a.c_out * hw);
-    a.y = alloc_floats((size_t)a.c_out * hw);
-    a.scratch = alloc_floats(scratch);
-    fill_random();
+    packed_buffers(&a, scratch);
     a.tile = random_tile(1, hw, KANN_CONV_PIXEL_GRANULE);
     check_parts_but(KANN_KERNEL_F32_CONV2D_PACKED, &a, sizeof a, "gathering conv", a.scratch,
                     scratch);
