@@ -72,8 +72,11 @@ uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *wor
         return KANN_WINO_BLOCK;
     }
     case KANN_KERNEL_F32_DWCONV2D: {
-        /* channels in 16-lane groups, or output rows */
+        /* channels in 16-lane groups, or output rows; a tile of every row may run whole
+         * planes (the AVX-512 planes path), which sum otherwise than the row paths its parts
+         * would take: along rows only a tile of some of them */
         const kann_conv2d_args *a = args;
+        if (t->axis == 1 && t->begin == 0 && t->end == a->h_out) return 0;
         double taps = (double)a->k_h * a->k_w;
         double per = t->axis == 0 ? (double)a->h_out * a->w_out : (double)a->w_out * a->c_out;
         *work = share * taps * per;
