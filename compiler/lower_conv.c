@@ -283,24 +283,87 @@ static kc_call *lanes_call(kc_graph *g, kc_program *p, int id, const kann_conv2d
  * partial sum over the channels its own depthwise tile wrote (a call on that stream alone,
  * weights packed for those columns, in the same phase as the others), and an add split by
  * elements sums the partials: what crosses cores is (P - 1) / P of the c_out-channel partials,
- * not of the c_in-channel input. The depthwise conv keeps its channel tiles (fixed_axis). */
+ * not of the c_in-channel input. The depthwise conv keeps its channel tiles (fixed_axis). The
+ * same holds for the squeeze after a fire module's Concat on a 13x13 map, whose 3x3 branch (one
+ * block of Winograd tiles) splits only along channels: on two threads its fire9-12 squeezes took
+ * 0.81-0.98 of their one-thread time a stream. */
 
 /* Bytes a stream's partial sum may have (lower_summed). */
 #define KC_SUM_MAX_PART_BYTES (128u * 1024u)
 
-/* The last call that wrote value v, if it wrote it whole and from its start and nothing wrote
- * into its bytes since (through another value sharing its root). */
-static kc_call *last_writer(const kc_graph *g, kc_program *p, int v) {
-    int64_t off;
-    int root = kc_value_root(g, v, &off);
-    for (int ci = p->n_calls - 1; ci >= 0; ci--)
-        for (int k = 0; k < p->calls[ci].n_fixups; k++) {
-            const kc_fixup *f = &p->calls[ci].fixups[k];
-            if (!f->write || f->value < 0) continue;
-            if (f->value == v) return f->byte_offset == 0 ? &p->calls[ci] : NULL;
-            if (kc_value_root(g, f->value, &off) == root) return NULL;
+/* A call that last wrote channels [c0, c0 + n) of a value and may be cut along them (its tile
+ * axis 0: the output channels of a conv, depthwise or not). */
+typedef struct channel_writer {
+    kc_call *call;
+    uint32_t c0, n;
+} channel_writer;
+
+#define KC_MAX_CHANNEL_WRITERS 4
+
+/* The calls that last wrote value x, c_in planes of `plane` bytes, each a run of whole planes
+ * (one call, or the convs a concat's views gather), sorted by channel; their count, 0 when
+ * some bytes of x have another writer or none. */
+static int channel_writers(const kc_graph *g, kc_program *p, int x, uint32_t c_in, uint64_t plane,
+                           channel_writer *out) {
+    int64_t x_off;
+    int root = kc_value_root(g, x, &x_off);
+    uint64_t lo_x = (uint64_t)x_off, hi_x = lo_x + (uint64_t)c_in * plane;
+    uint32_t covered = 0;
+    int n = 0;
+    for (int ci = p->n_calls - 1; ci >= 0 && covered < c_in; ci--) {
+        kc_call *c = &p->calls[ci];
+        for (int k = 0; k < c->n_fixups; k++) {
+            const kc_fixup *f = &c->fixups[k];
+            int64_t off;
+            if (!f->write || f->value < 0 || kc_value_root(g, f->value, &off) != root) continue;
+            int64_t numel = kc_value_numel(&g->values[f->value]);
+            if (numel < 0 || (f->byte_len == 0 && f->byte_offset != 0)) return 0;
+            uint64_t lo = (uint64_t)(off + f->byte_offset);
+            uint64_t hi =
+                lo + (f->byte_len > 0 ? (uint64_t)f->byte_len
+                                      : (uint64_t)numel * kc_dtype_size(g->values[f->value].dtype));
+            if (hi <= lo_x || lo >= hi_x) continue;
+            if (lo < lo_x || hi > hi_x || (lo - lo_x) % plane || (hi - lo) % plane) return 0;
+            channel_writer w = {c, (uint32_t)((lo - lo_x) / plane), (uint32_t)((hi - lo) / plane)};
+            for (int i = 0; i < n; i++)
+                if (w.c0 < out[i].c0 + out[i].n && out[i].c0 < w.c0 + w.n) return 0;
+            if (n == KC_MAX_CHANNEL_WRITERS) return 0;
+            out[n++] = w;
+            covered += w.n;
         }
-    return NULL;
+    }
+    if (covered != c_in) return 0;
+    for (int i = 1; i < n; i++) /* by channel */
+        for (int j = i; j > 0 && out[j].c0 < out[j - 1].c0; j--) {
+            channel_writer t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return n;
+}
+
+/* Whether node id alone reads value x's bytes (through x or any view of its root). */
+static int only_reader(const kc_graph *g, int x, int id) {
+    int64_t off;
+    int root = kc_value_root(g, x, &off);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const kc_node *n = &g->nodes[i];
+        if (n->dead || i == id) continue;
+        if (n->epi.residual >= 0 && kc_value_root(g, n->epi.residual, &off) == root) return 0;
+        for (int j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] >= 0 && kc_value_root(g, n->inputs[j], &off) == root) return 0;
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        if (kc_value_root(g, g->outputs[i], &off) == root) return 0;
+    return 1;
+}
+
+/* Whether call c may be cut along its output channels (tile axis 0) into n channels. */
+static int cut_along_channels(const kc_call *c, uint32_t n) {
+    int k = c->kernel;
+    return (k == KANN_KERNEL_F32_DWCONV2D || k == KANN_KERNEL_F32_CONV2D_PACKED ||
+            k == KANN_KERNEL_F32_CONV2D_WINOGRAD || k == KANN_KERNEL_F32_POINTWISE_LANES) &&
+           c->stream < 0 && c->fixed_axis != 1 && c->extents[0] == n;
 }
 
 /* A float value of n elements for a partial sum. */
@@ -331,51 +394,78 @@ static void add_sum(kc_graph *g, kc_program *p, int id, int a, int b, int y, uin
 }
 
 /* The pointwise conv a (one group) as P partial sums and their adds, where that pays; 0 when
- * it lowered nothing. */
+ * it lowered nothing. x's writers: a depthwise conv, or convs of which one splits only along
+ * its channels (a Winograd conv of a single block of tiles: squeezenet1_1's 13x13 expands,
+ * whose concat only its next squeeze reads; two threads 0.985 of the time); each stream sums
+ * over the channels it wrote, one call a writer, each adding the one before it as its
+ * residual. */
 static int lower_summed(kc_graph *g, kc_program *p, int id, const kann_conv2d_packed_args *a,
                         int x, int w, int b, int y) {
     int P = p->streams;
     const kc_node *n = &g->nodes[id];
     if (P < 2 || P > KC_MAX_SUM_STREAMS) return 0;
-    kc_call *dw = last_writer(g, p, x);
-    if (!dw || dw->kernel != KANN_KERNEL_F32_DWCONV2D || dw->fixed_axis == 1 ||
-        dw->extents[0] != a->c_in)
-        return 0;
+    uint32_t hw = a->h_out * a->w_out;
+    channel_writer ws[KC_MAX_CHANNEL_WRITERS];
+    int nw = channel_writers(g, p, x, a->c_in, (uint64_t)hw * sizeof(float), ws);
+    if (nw == 0) return 0;
+    int channels_only = 0;
+    for (int i = 0; i < nw; i++) {
+        const kc_call *c = ws[i].call;
+        if (!cut_along_channels(c, ws[i].n)) return 0;
+        if (c->kernel == KANN_KERNEL_F32_DWCONV2D ||
+            (c->extents[1] + c->granules[1] - 1) / c->granules[1] < (uint32_t)P)
+            channels_only = 1;
+    }
+    /* a concat many convs read (googlenet's inception blocks) would be summed once for each:
+     * 1.05 times as long on two threads */
+    if (!channels_only || (nw > 1 && !only_reader(g, x, id))) return 0;
     /* the partials cross cores instead of the input: worth it where they are smaller, and
      * small enough that the add's pass over them costs less than the input's crossing saves */
-    uint64_t count = (uint64_t)a->c_out * a->h_out * a->w_out;
+    uint64_t count = (uint64_t)a->c_out * hw;
     if ((uint64_t)a->c_out * (uint64_t)P > a->c_in || count * sizeof(float) > KC_SUM_MAX_PART_BYTES)
         return 0;
-    uint32_t bounds[KC_MAX_SUM_STREAMS + 1];
-    kc_spread(dw->extents[0], dw->granules[0], P, bounds);
-    for (int s = 0; s < P; s++)
-        if (bounds[s + 1] == bounds[s]) return 0;
-    dw->fixed_axis = 0;
-    uint32_t hw = a->h_out * a->w_out;
-    int64_t fl = (int64_t)sizeof(float);
-    int parts[KC_MAX_SUM_STREAMS];
+    uint32_t bounds[KC_MAX_CHANNEL_WRITERS][KC_MAX_SUM_STREAMS + 1];
+    for (int i = 0; i < nw; i++)
+        kc_spread(ws[i].n, ws[i].call->granules[0], P, bounds[i]);
     for (int s = 0; s < P; s++) {
-        kann_conv2d_packed_args args = *a;
-        args.c_in = bounds[s + 1] - bounds[s];
-        args.act.kind = KANN_ACT_NONE;
-        parts[s] = partial_value(g, y, s, (int64_t)count);
-        /* the first part adds the bias and the residual */
-        int bias = s == 0 ? b : -1, res = s == 0 ? n->epi.residual : -1;
-        kc_call *c;
-        if (lanes_pays(p, &args)) {
-            c = lanes_call(g, p, id, &args, x, (int64_t)bounds[s] * hw * fl, w, a->c_in,
-                           bounds[s], bias, res, parts[s]);
-        } else {
-            int panels = pack_weight_panels(g, w, 0, a->c_out, a->c_in, bounds[s], args.c_in);
-            c = packed_call(g, p, id, &args, x, (int64_t)bounds[s] * hw * fl, panels, bias, 0,
-                            res, 0, parts[s], 0);
-        }
-        c->stream = s;
+        int some = 0;
+        for (int i = 0; i < nw; i++)
+            some |= bounds[i][s + 1] > bounds[i][s];
+        if (!some) return 0;
     }
-    /* parts[0] += parts[s] for the middle ones, the last add into y with the activation */
+    for (int i = 0; i < nw; i++)
+        ws[i].call->fixed_axis = 0;
+    int64_t fl = (int64_t)sizeof(float);
+    int sums[KC_MAX_SUM_STREAMS];
+    for (int s = 0; s < P; s++) {
+        /* the first partial adds the bias and the residual, the others the partial before */
+        int prev = -1, bias = s == 0 ? b : -1, res = s == 0 ? n->epi.residual : -1, k = 0;
+        for (int i = 0; i < nw; i++) {
+            uint32_t k0 = ws[i].c0 + bounds[i][s], kn = bounds[i][s + 1] - bounds[i][s];
+            if (kn == 0) continue;
+            kann_conv2d_packed_args args = *a;
+            args.c_in = kn;
+            args.act.kind = KANN_ACT_NONE;
+            int part = partial_value(g, y, s * KC_MAX_CHANNEL_WRITERS + k++, (int64_t)count);
+            kc_call *c;
+            if (lanes_pays(p, &args)) {
+                c = lanes_call(g, p, id, &args, x, (int64_t)k0 * hw * fl, w, a->c_in, k0, bias,
+                               prev >= 0 ? prev : res, part);
+            } else {
+                int panels = pack_weight_panels(g, w, 0, a->c_out, a->c_in, k0, kn);
+                c = packed_call(g, p, id, &args, x, (int64_t)k0 * hw * fl, panels, bias, 0,
+                                prev >= 0 ? prev : res, 0, part, 0);
+            }
+            c->stream = s;
+            bias = -1;
+            prev = part;
+        }
+        sums[s] = prev;
+    }
+    /* sums[0] += sums[s] for the middle ones, the last add into y with the activation */
     kann_act none = {KANN_ACT_NONE, 0, 0, 0};
     for (int s = 1; s < P; s++)
-        add_sum(g, p, id, parts[0], parts[s], s == P - 1 ? y : parts[0], (uint32_t)count,
+        add_sum(g, p, id, sums[0], sums[s], s == P - 1 ? y : sums[0], (uint32_t)count,
                 s == P - 1 ? a->act : none);
     return 1;
 }

@@ -454,11 +454,13 @@ void kc_schedule_free(kc_schedule *s) {
 
 /* ---- phases merged where no barrier is needed ---------------------------------------------- */
 
-/* Bytes [lo, hi) of one root value that a call reads or writes. */
+/* Bytes [lo, hi) of one root value that a call reads or writes; stream: the one stream the
+ * call runs whole on (kc_call.stream), else -1. */
 typedef struct span {
     int root;
     uint64_t lo, hi;
     int write;
+    int stream;
 } span;
 
 /* lo + bytes, saturated: a value the memory plan will refuse as too large (dims of a corrupt
@@ -490,17 +492,19 @@ static int call_spans(const kc_graph *g, const kc_call *c, span *out) {
             out[n].hi = span_end(out[n].lo, value_bytes(g, whole ? root : f->value));
         }
         out[n].write = f->write;
+        out[n].stream = c->stream;
         n++;
     }
     return n;
 }
 
-/* Whether two sets of spans share a byte that one of them writes. */
+/* Whether two sets of spans share a byte that one of them writes, but for calls that both run
+ * whole on one stream: its records run in order (a stream's partial sums, lower_conv.c). */
 static int spans_conflict(const span *a, int na, const span *b, int nb) {
     for (int i = 0; i < na; i++)
         for (int j = 0; j < nb; j++)
             if ((a[i].write || b[j].write) && a[i].root == b[j].root && a[i].lo < b[j].hi &&
-                b[j].lo < a[i].hi)
+                b[j].lo < a[i].hi && (a[i].stream < 0 || a[i].stream != b[j].stream))
                 return 1;
     return 0;
 }

@@ -460,12 +460,14 @@ static void fixup_bytes(const kc_graph *g, const kc_fixup *f, uint64_t *lo, uint
                                  : (uint64_t)kc_value_numel(&g->values[f->value]) * 4);
 }
 
-/* Within every phase of a planned program, no call writes an arena byte another touches. */
+/* Within every phase of a planned program, no call writes an arena byte another touches, but
+ * for calls that both run whole on one stream (in order: a stream's partial sums). */
 static void expect_phases_independent(const kc_graph *g, const kc_program *prog) {
     for (int a = 0; a < prog->n_calls; a++)
         for (int b = a + 1; b <= prog->phase_last[a]; b++) {
             assert_int_equal(prog->phase_first[b], prog->phase_first[a]);
             const kc_call *ca = &prog->calls[a], *cb = &prog->calls[b];
+            if (ca->stream >= 0 && ca->stream == cb->stream) continue;
             for (int i = 0; i < ca->n_fixups; i++)
                 for (int j = 0; j < cb->n_fixups; j++) {
                     const kc_fixup *fa = &ca->fixups[i], *fb = &cb->fixups[j];
@@ -661,6 +663,69 @@ static void test_schedule_summed_pointwise(void **state) {
         if (P > 1) assert_int_equal(k_next, E);
         plan_run_check(g, &prog, &sched, &d, P, x, sizeof x, y[P], C * H * H, P > 1 ? y[1] : NULL);
     }
+}
+
+/* The fire module's 1x1 after the Concat (32 -> 8 channels on 12x12), on P >= 2 streams: its
+ * 3x3 branch is a single block of Winograd tiles, split along channels, so the 1x1 is summed
+ * across the streams, each stream over the channels its tiles of both branches wrote (one
+ * partial call a branch, the second adding the first), all in one phase, then P - 1 adds. With
+ * a second reader of the Concat (a max pool) it is not. Both compute what one stream does. */
+static void test_schedule_summed_concat(void **state) {
+    (void)state;
+    float x[16 * 12 * 12], y1[8 * 12 * 12], y[8 * 12 * 12];
+    unsigned seed = 13;
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        x[i] = frand(&seed);
+    for (int other_reader = 0; other_reader <= 1; other_reader++)
+        for (int P = 1; P <= 3; P++) {
+            kc_graph *g = fire_graph();
+            if (other_reader) {
+                int cat = -1, pooled = kc_add_value(g, "pooled");
+                for (int v = 0; v < g->n_values; v++)
+                    if (!strcmp(g->values[v].name, "cat")) cat = v;
+                int mp = pg_node(g, KC_OP_MaxPool, 13, 1, (int[]){cat}, 1, (int[]){pooled});
+                kc_attr *k = kc_node_add_attr(g, mp, "kernel_shape", KC_ATTR_INTS);
+                k->n = 2;
+                k->ints = kc_alloc(g, 2 * sizeof(int64_t));
+                k->ints[0] = k->ints[1] = 2;
+                pg_output(g, pooled);
+            }
+            kc_diag d;
+            kc_program prog;
+            kc_schedule sched = {0};
+            schedule_merged(g, P, &prog, &sched, &d);
+            int adds = 0, first_part = -1, writers[2] = {-1, -1};
+            uint32_t summed_channels = 0;
+            for (int ci = 0; ci < prog.n_calls; ci++) {
+                const kc_call *c = &prog.calls[ci];
+                if (c->kernel == KANN_KERNEL_F32_BINARY) adds++;
+                for (int w = 0; w < 2 && c->node >= 0; w++)
+                    if (!strcmp(g->values[g->nodes[c->node].outputs[0]].name, w ? "e3" : "e1"))
+                        writers[w] = ci;
+                if (c->stream < 0) continue;
+                /* a partial sum: its stream's channel tile of one branch */
+                const kann_conv2d_packed_args *a = c->args;
+                uint32_t channel = (uint32_t)(c->fixups[0].byte_offset / (12 * 12 * 4));
+                int w = channel >= 16, found = 0;
+                for (int r = 0; r < sched.counts[c->stream]; r++) {
+                    const kc_tile_record *t = &sched.streams[c->stream][r];
+                    if (t->call != writers[w]) continue;
+                    assert_int_equal(t->axis, 0);
+                    assert_int_equal(t->begin, channel - 16 * (uint32_t)w);
+                    assert_int_equal(t->end - t->begin, a->c_in);
+                    found = 1;
+                }
+                assert_true(found);
+                if (first_part < 0) first_part = ci;
+                assert_int_equal(prog.phase_first[ci], first_part);
+                summed_channels += a->c_in;
+            }
+            int summed = P > 1 && !other_reader;
+            assert_int_equal(summed_channels, summed ? 32 : 0);
+            assert_int_equal(adds, summed ? P - 1 : 0);
+            plan_run_check(g, &prog, &sched, &d, P, x, sizeof x, P > 1 ? y : y1, 8 * 12 * 12,
+                           P > 1 ? y1 : NULL);
+        }
 }
 
 /* A grouped 3x3 conv of G groups of 16 channels over a 7x7 map, as in a RegNet block, then a
@@ -886,6 +951,7 @@ int main(void) {
         cmocka_unit_test(test_schedule_merges_independent_phases),
         cmocka_unit_test(test_schedule_private_scratch),
         cmocka_unit_test(test_schedule_summed_pointwise),
+        cmocka_unit_test(test_schedule_summed_concat),
         cmocka_unit_test(test_schedule_whole_groups),
         cmocka_unit_test(test_plan_never_overlaps_live_buffers),
         cmocka_unit_test(test_lower_winograd_tiles),
