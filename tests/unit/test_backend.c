@@ -256,6 +256,14 @@ static void test_schedule_tiles_partition_each_call(void **state) {
 /* A long chain with fan-out: buffers whose lifetimes intersect never share bytes, offsets are
  * 64-aligned, and reuse keeps the arena well below the sum of all buffers. */
 /* A Conv node x -> out with weights [m, c / group, k, k], padding k / 2, stride 1. */
+/* Attribute name of node, two ints of value v (a 2-D window's strides or kernel shape). */
+static void add_pair_attr(kc_graph *g, int node, const char *name, int64_t v) {
+    kc_attr *a = kc_node_add_attr(g, node, name, KC_ATTR_INTS);
+    a->n = 2;
+    a->ints = kc_alloc(g, 2 * sizeof(int64_t));
+    a->ints[0] = a->ints[1] = v;
+}
+
 static void add_conv(kc_graph *g, int x, int out, int m, int c, int k, int group, float *wbuf) {
     for (int i = 0; i < m * (c / group) * k * k; i++) wbuf[i] = 0.01f * (float)(i % 7);
     int w = pg_const(g, kc_sprintf(g, "w%d", out), 4, (int64_t[]){m, c / group, k, k}, wbuf);
@@ -364,12 +372,8 @@ static kc_graph *strided_graph(void) {
     int deep = kc_add_value(g, "deep"), y = kc_add_value(g, "y");
     add_conv(g, x, deep, 256, 128, 3, 1, w_deep);
     add_conv(g, deep, y, 8, 256, 3, 1, w_narrow);
-    for (int i = 0; i < g->n_nodes; i++) {
-        kc_attr *strides = kc_node_add_attr(g, i, "strides", KC_ATTR_INTS);
-        strides->n = 2;
-        strides->ints = kc_alloc(g, 2 * sizeof(int64_t));
-        strides->ints[0] = strides->ints[1] = 2;
-    }
+    for (int i = 0; i < g->n_nodes; i++)
+        add_pair_attr(g, i, "strides", 2);
     pg_output(g, y);
     return g;
 }
@@ -684,10 +688,7 @@ static void test_schedule_summed_concat(void **state) {
                 for (int v = 0; v < g->n_values; v++)
                     if (!strcmp(g->values[v].name, "cat")) cat = v;
                 int mp = pg_node(g, KC_OP_MaxPool, 13, 1, (int[]){cat}, 1, (int[]){pooled});
-                kc_attr *k = kc_node_add_attr(g, mp, "kernel_shape", KC_ATTR_INTS);
-                k->n = 2;
-                k->ints = kc_alloc(g, 2 * sizeof(int64_t));
-                k->ints[0] = k->ints[1] = 2;
+                add_pair_attr(g, mp, "kernel_shape", 2);
                 pg_output(g, pooled);
             }
             kc_diag d;
