@@ -877,10 +877,10 @@ extern const kann_kernel_info kann_kernels[KANN_KERNEL_COUNT];
  * multiply-adds (or compared elements), for an executor weighing the cut; 0 with no cut. */
 uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *work);
 
-/* For a record kann_kernel_part_granule cuts: the copies of the scratch its parts work in (0:
- * its parts use none), *slot_bytes apart from the one its arguments name. Parts may run at once
+/* For a record kann_kernel_part_granule cuts: the copies of the scratch its parts work in, one
+ * after another from the one its arguments name (0: its parts use none). Parts may run at once
  * on at most that many threads, each in a copy of its own (kann_kernel_part_args). */
-uint32_t kann_kernel_part_slots(uint32_t kernel, const void *args, uint64_t *slot_bytes);
+uint32_t kann_kernel_part_slots(uint32_t kernel, const void *args);
 
 /* 1 if the kernel claims the granules of its tile as it goes (kann_exec.claim): one call can
  * run the parts that no other thread takes, without starting over at each. */

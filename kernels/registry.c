@@ -110,12 +110,8 @@ uint32_t kann_kernel_part_granule(uint32_t kernel, const void *args, double *wor
     }
 }
 
-uint32_t kann_kernel_part_slots(uint32_t kernel, const void *args, uint64_t *slot_bytes) {
-    *slot_bytes = 0;
-    if (kernel != KANN_KERNEL_F32_DWBLOCK) return 0;
-    const kann_dwblock_args *a = args;
-    *slot_bytes = kann_dwblock_slot_floats(a) * sizeof(float);
-    return a->slots;
+uint32_t kann_kernel_part_slots(uint32_t kernel, const void *args) {
+    return kernel == KANN_KERNEL_F32_DWBLOCK ? ((const kann_dwblock_args *)args)->slots : 0;
 }
 
 int kann_kernel_part_claims(uint32_t kernel) {

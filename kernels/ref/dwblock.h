@@ -229,16 +229,15 @@ static inline __attribute__((always_inline)) void kann_dwblock_drive(const kann_
         }
         float *en = e + (new0 - r0) * w_in;
         size_t n_new = (r1 - new0) * w_in;
-        /* A record cut into parts expands row by row: a row's sums come out the same whatever
-         * band or part computes it (a strip's columns may round differently from one place in
-         * it to another). */
-        if (a->expand && a->slots) {
-            for (size_t r = new0; r < r1; r++)
-                kann_pointwise_band(ukr, nr, w_exp, a->c_mid, a->c_in, x + r * w_in, in_plane, w_in,
-                                    b_exp, NULL, en + (r - new0) * w_in, e_plane, &a->act_exp);
-        } else if (a->expand) {
-            kann_pointwise_band(ukr, nr, w_exp, a->c_mid, a->c_in, x + new0 * w_in, in_plane, n_new,
-                                b_exp, NULL, en, e_plane, &a->act_exp);
+        if (a->expand) {
+            /* the new rows in one pass, or, in a record cut into parts, row by row: a row's
+             * sums then come out the same whatever band or part computes it (a strip's columns
+             * may round differently from one place in it to another) */
+            size_t step = a->slots || r1 == new0 ? 1 : r1 - new0;
+            for (size_t r = new0; r < r1; r += step)
+                kann_pointwise_band(ukr, nr, w_exp, a->c_mid, a->c_in, x + r * w_in, in_plane,
+                                    step * w_in, b_exp, NULL, en + (r - new0) * w_in, e_plane,
+                                    &a->act_exp);
         } else {
             for (size_t c = 0; c < a->c_mid; c++)
                 kann_copy_strided(en + c * e_plane, x + c * in_plane + new0 * w_in, n_new, 1);

@@ -94,9 +94,8 @@ uint32_t kann_model_record_slots(const kann_model *m, uint32_t r, int *claims) {
     const void *args = m->args + rec->args_offset;
     double work;
     if (kann_kernel_part_granule(rec->kernel, args, &work) == 0) return 0;
-    uint64_t slot_bytes;
     if (claims) *claims = kann_kernel_part_claims(rec->kernel);
-    return kann_kernel_part_slots(rec->kernel, args, &slot_bytes);
+    return kann_kernel_part_slots(rec->kernel, args);
 }
 
 kann_status kann_session_run_part(kann_session *s, uint32_t r, uint32_t begin, uint32_t end) {
@@ -120,11 +119,10 @@ kann_status kann_session_run_part_in(kann_session *s, uint32_t r, uint32_t begin
         return KANN_OK;
     }
     double work;
-    uint64_t slot_bytes;
     uint32_t g = kann_kernel_part_granule(rec->kernel, args, &work);
     if (g == 0 || rec->args_size > KANN_PART_ARGS_MAX || begin < lo || begin >= end || end > hi ||
         (begin - lo) % g != 0 || (end != hi && (end - lo) % g != 0) ||
-        (slot != 0 && slot >= kann_kernel_part_slots(rec->kernel, args, &slot_bytes)))
+        (slot != 0 && slot >= kann_kernel_part_slots(rec->kernel, args)))
         return KANN_E_ARGUMENT;
     _Alignas(8) unsigned char a[KANN_PART_ARGS_MAX];
     memcpy(a, args, rec->args_size);

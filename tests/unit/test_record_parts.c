@@ -69,8 +69,7 @@ static void check_parts_but(uint32_t kernel, void *args, size_t args_size, const
     uint32_t g = kann_kernel_part_granule(kernel, args, &work);
     assert_true(g > 0);
     assert_true(work > 0.0);
-    uint64_t slot_bytes;
-    uint32_t slots = kann_kernel_part_slots(kernel, args, &slot_bytes);
+    uint32_t slots = kann_kernel_part_slots(kernel, args);
     kann_bounds bd = {arena_used * sizeof(float), arena_used * sizeof(float)};
     kann_error err;
     if (kann_kernels[kernel].validate(args, &bd, &err) != KANN_OK)
