@@ -169,6 +169,28 @@ static int can_place(const kc_graph *g, const kc_node *c, int v) {
     return val->producer >= 0 && !g->nodes[val->producer].dead && occurrences(c, v) == 1;
 }
 
+/* A Concat whose inputs already lie one after the other, in its order, inside one value (placed
+ * there for a later Concat of the same values and more: densenet's layers each concatenate
+ * every feature map of the block so far, and the block's last Concat holds them all) is that
+ * range of the value: its output becomes a view of it, and nothing is copied. */
+static int concat_of_view(kc_graph *g, kc_node *c, int64_t axis, int64_t inner) {
+    int out = c->outputs[0];
+    const kc_value *ov = &g->values[out];
+    if (ov->alias_of >= 0 || (ov->flags & KC_VALUE_OUTPUT)) return 0;
+    int target = g->values[c->inputs[0]].alias_of;
+    int64_t base = g->values[c->inputs[0]].alias_offset, offset = base;
+    if (target < 0 || target == out) return 0;
+    for (int i = 0; i < c->n_inputs; i++) {
+        const kc_value *v = &g->values[c->inputs[i]];
+        if (v->alias_of != target || v->alias_offset != offset) return 0;
+        offset += v->dims[axis] * inner;
+    }
+    g->values[out].alias_of = target;
+    g->values[out].alias_offset = base;
+    c->dead = 1;
+    return 1;
+}
+
 static void place_concat_inputs(kc_graph *g, int ci, kc_stats *st) {
     kc_node *c = &g->nodes[ci];
     if (c->n_outputs != 1 || c->n_inputs < 1) return;
@@ -189,6 +211,10 @@ static void place_concat_inputs(kc_graph *g, int ci, kc_stats *st) {
     int64_t inner = (int64_t)esize;
     for (int i = (int)axis + 1; i < ov->rank; i++)
         inner *= ov->dims[i];
+    if (concat_of_view(g, c, axis, inner)) {
+        st->views++;
+        return;
+    }
 
     int placed = 0;
     int64_t offset = 0;

@@ -547,6 +547,29 @@ def misc_cases():
              helper.make_node("Concat", ["ar", "b"], ["y"], name="cat", axis=1)]
     yield "concat_channels", model(nodes, [vi("x", [1, 2, 6, 6])], [vi("y", None)],
                                    [const("W1", w1), const("W2", w2)]), {"x": randn(r, 1, 2, 6, 6)}, []
+    # densenet's layers: each concatenates every feature map so far (the first Concat of one
+    # input), pre-activated by a per-channel multiply-add and ReLU; the last Concat holds them
+    # all and every earlier one is a view of its first channels (7 views, no copy).
+    nodes, inits, feats = [helper.make_node("Conv", ["x", "W0"], ["f0"], name="stem")], \
+        [const("W0", randn(r, 4, 3, 3, 3)), const("S", randn(r, 1, 10, 1, 1)),
+         const("T", randn(r, 1, 10, 1, 1))], ["f0"]
+    for i in range(1, 4):
+        c = 4 + 2 * (i - 1)
+        nodes += [helper.make_node("Concat", list(feats), [f"cat{i}"], name=f"cat{i}", axis=1),
+                  helper.make_node("Slice", ["S", "zero1", f"c{i}", "one1"], [f"s{i}"], name=f"ss{i}"),
+                  helper.make_node("Slice", ["T", "zero1", f"c{i}", "one1"], [f"t{i}"], name=f"st{i}"),
+                  helper.make_node("Mul", [f"cat{i}", f"s{i}"], [f"m{i}"], name=f"mul{i}"),
+                  helper.make_node("Add", [f"m{i}", f"t{i}"], [f"a{i}"], name=f"add{i}"),
+                  helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"relu{i}"),
+                  helper.make_node("Conv", [f"r{i}", f"W{i}"], [f"f{i}"], name=f"conv{i}",
+                                   pads=[1, 1, 1, 1])]
+        inits += [const(f"W{i}", randn(r, 2, c, 3, 3, scale=0.3)),
+                  const(f"c{i}", np.array([c], np.int64))]
+        feats.append(f"f{i}")
+    nodes.append(helper.make_node("Concat", feats, ["y"], name="cat_all", axis=1))
+    inits += [const("zero1", np.array([0], np.int64)), const("one1", np.array([1], np.int64))]
+    yield "concat_growing", model(nodes, [vi("x", [1, 3, 7, 7])], [vi("y", None)], inits), \
+        {"x": randn(r, 1, 3, 7, 7)}, ["--expect-summary", "7 views (no copy)"]
     nodes = [helper.make_node("Concat", ["x", "x2"], ["y"], name="cat", axis=-1)]
     yield "concat_inner_axis", model(nodes, [vi("x", [2, 3, 4]), vi("x2", [2, 3, 2])],
                                      [vi("y", None)]), {"x": x, "x2": randn(r, 2, 3, 2)}, []

@@ -422,6 +422,74 @@ static void nested_concats_placed_in_the_outer_one(void **state) {
     assert_int_equal(g->values[d].alias_of, c2);
 }
 
+/* densenet: each layer concatenates every feature map so far; the last Concat holds them all,
+ * and every earlier one is its first channels. */
+static void growing_concats_become_views_of_the_last(void **state) {
+    fixture *f = *state;
+    kc_graph *g = f->g;
+    int x = pg_input(g, image(g, "x"));
+    int a, b, d;
+    add_conv(g, x, 2, "a", &a);
+    int c1 = pg_value(g, "c1", 4, 1, 2, 4, 4), r1 = pg_value(g, "r1", 4, 1, 2, 4, 4);
+    int cat1 = concat(g, 1, 1, &a, c1);
+    pg_node1(g, KC_OP_Relu, 1, &c1, r1);
+    add_conv(g, r1, 2, "b", &b);
+    int c2 = pg_value(g, "c2", 4, 1, 4, 4, 4), r2 = pg_output(g, pg_value(g, "r2", 4, 1, 4, 4, 4));
+    int ins2[2] = {a, b};
+    int cat2 = concat(g, 1, 2, ins2, c2);
+    pg_node1(g, KC_OP_Relu, 1, &c2, r2);
+    add_conv(g, x, 2, "d", &d);
+    int c3 = pg_output(g, pg_value(g, "c3", 4, 1, 6, 4, 4));
+    int ins3[3] = {a, b, d};
+    int cat3 = concat(g, 1, 3, ins3, c3);
+
+    assert_int_equal(kc_pass_fuse(g, &f->d, &f->st), 0);
+    assert_true(g->nodes[cat3].dead);
+    assert_true(g->nodes[cat2].dead);
+    assert_true(g->nodes[cat1].dead);
+    assert_int_equal(g->values[c2].alias_of, c3);
+    assert_int_equal(g->values[c2].alias_offset, 0);
+    assert_int_equal(g->values[c1].alias_of, c3);
+    assert_int_equal(g->values[c1].alias_offset, 0);
+    assert_int_equal(g->values[d].alias_of, c3);
+    assert_int_equal(g->values[d].alias_offset, 4 * 16 * 4);
+    assert_int_equal(f->st.views, 5);
+    assert_int_equal(kc_verify(g, &f->d), 0);
+}
+
+/* A Concat of inputs placed in another value out of its order, or with a gap between them, or
+ * whose output is a graph output: copied. */
+static void concats_of_views_out_of_place_copied(void **state) {
+    fixture *f = *state;
+    kc_graph *g = f->g;
+    int x = pg_input(g, image(g, "x"));
+    int a, b, d;
+    add_conv(g, x, 2, "a", &a);
+    add_conv(g, x, 2, "b", &b);
+    add_conv(g, x, 2, "d", &d);
+    int swapped = pg_value(g, "swapped", 4, 1, 4, 4, 4), gap = pg_value(g, "gap", 4, 1, 4, 4, 4);
+    int out = pg_output(g, pg_value(g, "out", 4, 1, 4, 4, 4));
+    int all = pg_output(g, pg_value(g, "all", 4, 1, 6, 4, 4));
+    int ins_swapped[2] = {b, a}, ins_gap[2] = {a, d}, ins_out[2] = {a, b}, ins_all[3] = {a, b, d};
+    int cat_swapped = concat(g, 1, 2, ins_swapped, swapped);
+    int cat_gap = concat(g, 1, 2, ins_gap, gap);
+    int cat_out = concat(g, 1, 2, ins_out, out);
+    int sum_in[2] = {swapped, gap};
+    pg_node1(g, KC_OP_Add, 2, sum_in, pg_output(g, pg_value(g, "sum", 4, 1, 4, 4, 4)));
+    int cat_all = concat(g, 1, 3, ins_all, all);
+
+    assert_int_equal(kc_pass_fuse(g, &f->d, &f->st), 0);
+    assert_true(g->nodes[cat_all].dead);
+    assert_false(g->nodes[cat_swapped].dead);
+    assert_false(g->nodes[cat_gap].dead);
+    assert_false(g->nodes[cat_out].dead);
+    assert_int_equal(g->values[swapped].alias_of, -1);
+    assert_int_equal(g->values[gap].alias_of, -1);
+    assert_int_equal(g->values[out].alias_of, -1);
+    assert_int_equal(f->st.views, 3);
+    assert_int_equal(kc_verify(g, &f->d), 0);
+}
+
 int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -445,6 +513,8 @@ int main(void) {
         T(concat_repeated_input_copied),
         T(input_shared_by_two_concats_placed_once),
         T(nested_concats_placed_in_the_outer_one),
+        T(growing_concats_become_views_of_the_last),
+        T(concats_of_views_out_of_place_copied),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
