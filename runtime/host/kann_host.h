@@ -1,4 +1,4 @@
-/* kann_host.h — host conveniences around the kann core: model files (mmap), arenas, a thread
+/* kann_host.h — host conveniences around the kann core: model files, arenas, a thread
  * pool for the parallel walk, and .npy / ONNX TensorProto tensor files.
  *
  * Unlike the core, this layer allocates, does I/O and starts threads. Every function that can
@@ -19,8 +19,10 @@ extern "C" {
 
 /* ---- files and arenas --------------------------------------------------------------------- */
 
-/* A whole file's bytes, read-only: mapped, or read into a 64-byte-aligned buffer where
- * mapping fails (pipes, some file systems). Suitable for kann_model_open. */
+/* A whole file's bytes, read-only: from 2 MiB up read into a buffer on huge pages (advised:
+ * weights streamed every run walk fewer page tables), smaller ones mapped, or read into a
+ * 64-byte-aligned buffer where mapping fails (pipes, some file systems). Suitable for
+ * kann_model_open. */
 typedef struct kann_host_file {
     const void *data;
     size_t size;
@@ -35,8 +37,9 @@ void kann_host_file_free(kann_host_file *f);
 kann_status kann_host_write_file_atomic(const char *path, const void *data, size_t n,
                                         kann_error *err);
 
-/* A zeroed, 64-byte-aligned arena of at least size bytes (size 0 gives a valid minimal one);
- * NULL when out of memory. Release with kann_host_arena_free. */
+/* A zeroed, 64-byte-aligned arena of at least size bytes (size 0 gives a valid minimal one),
+ * on huge pages from 2 MiB up (advised); NULL when out of memory. Release with
+ * kann_host_arena_free. */
 void *kann_host_arena_alloc(size_t size);
 void kann_host_arena_free(void *arena);
 

@@ -1,5 +1,6 @@
 /* .npy reading and writing: round trips for every dtype, files written by numpy's own header
- * conventions (versions 1 and 2), and malformed headers that must be refused without a crash. */
+ * conventions (versions 1 and 2), and malformed headers that must be refused without a crash;
+ * the host layer's model files and arenas. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,6 +99,45 @@ static void test_file_round_trip(void **state) {
     /* Size and shape must agree. */
     t.size = 20;
     assert_int_equal(kann_host_npy_write(path, &t, &e), KANN_E_ARGUMENT);
+}
+
+/* Model files and arenas of the host layer: a file of any size loads whole and 64-byte aligned
+ * (small ones mapped, from 2 MiB up read into huge pages), and an arena of any size is zeroed,
+ * 64-byte aligned and writable. */
+static void test_host_files_and_arenas(void **state) {
+    (void)state;
+    char dir[] = "/tmp/kann_file_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/m.bin", dir);
+    const size_t mib = (size_t)1 << 20;
+    const size_t sizes[] = {0, 1, 100, 2 * mib - 1, 2 * mib, 3 * mib + 5};
+    uint8_t *bytes = malloc(3 * mib + 5);
+    assert_non_null(bytes);
+    for (size_t i = 0; i < 3 * mib + 5; i++)
+        bytes[i] = (uint8_t)(i * 131 + (i >> 12));
+    kann_error e;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        assert_int_equal(kann_host_write_file_atomic(path, bytes, sizes[k], &e), KANN_OK);
+        kann_host_file f;
+        assert_int_equal(kann_host_file_load(path, &f, &e), KANN_OK);
+        assert_int_equal(f.size, sizes[k]);
+        if (sizes[k]) {
+            assert_int_equal((uintptr_t)f.data % 64, 0);
+            assert_memory_equal(f.data, bytes, sizes[k]);
+        }
+        kann_host_file_free(&f);
+        uint8_t *arena = kann_host_arena_alloc(sizes[k]);
+        assert_non_null(arena);
+        assert_int_equal((uintptr_t)arena % 64, 0);
+        for (size_t i = 0; i < sizes[k]; i++)
+            assert_int_equal(arena[i], 0);
+        memset(arena, 0xab, sizes[k]);
+        kann_host_arena_free(arena);
+    }
+    free(bytes);
+    unlink(path);
+    rmdir(dir);
 }
 
 /* Builds a .npy file of the given version around a header dictionary and data bytes. */
@@ -257,6 +297,7 @@ static void test_lengths_never_trusted(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trips),           cmocka_unit_test(test_file_round_trip),
+        cmocka_unit_test(test_host_files_and_arenas),
         cmocka_unit_test(test_numpy_variants),        cmocka_unit_test(test_malformed_headers),
         cmocka_unit_test(test_lengths_never_trusted),
     };
