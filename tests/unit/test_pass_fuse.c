@@ -291,6 +291,12 @@ static void second_activation_not_fused(void **state) {
     assert_int_equal(f->st.activations_fused, 1);
 }
 
+/* Value v is a view of value target, offset bytes into it. */
+static void expect_view(const kc_graph *g, int v, int target, int64_t offset) {
+    assert_int_equal(g->values[v].alias_of, target);
+    assert_int_equal(g->values[v].alias_offset, offset);
+}
+
 static int concat(kc_graph *g, int axis, int n, const int *ins, int out) {
     int c = pg_node1(g, KC_OP_Concat, n, ins, out);
     pg_attr_int(g, c, "axis", axis);
@@ -311,10 +317,8 @@ static void concat_inputs_become_views(void **state) {
 
     assert_int_equal(kc_pass_fuse(g, &f->d, &f->st), 0);
     assert_true(g->nodes[cat].dead);
-    assert_int_equal(g->values[a].alias_of, c);
-    assert_int_equal(g->values[a].alias_offset, 0);
-    assert_int_equal(g->values[b].alias_of, c);
-    assert_int_equal(g->values[b].alias_offset, 2 * 16 * 4);
+    expect_view(g, a, c, 0);
+    expect_view(g, b, c, 2 * 16 * 4);
     assert_int_equal(f->st.views, 2);
 }
 
@@ -331,8 +335,7 @@ static void concat_with_graph_input_keeps_node(void **state) {
     assert_int_equal(kc_pass_fuse(g, &f->d, &f->st), 0);
     assert_false(g->nodes[cat].dead);
     assert_int_equal(g->values[x].alias_of, -1);
-    assert_int_equal(g->values[a].alias_of, c);
-    assert_int_equal(g->values[a].alias_offset, 2 * 16 * 4);
+    expect_view(g, a, c, 2 * 16 * 4);
     assert_int_equal(f->st.views, 1);
     assert_int_equal(kc_verify(g, &f->d), 0);
 }
@@ -369,8 +372,7 @@ static void concat_repeated_input_copied(void **state) {
     assert_int_equal(kc_pass_fuse(g, &f->d, &f->st), 0);
     assert_false(g->nodes[cat].dead);
     assert_int_equal(g->values[a].alias_of, -1);
-    assert_int_equal(g->values[b].alias_of, c);
-    assert_int_equal(g->values[b].alias_offset, 2 * 16 * 4);
+    expect_view(g, b, c, 2 * 16 * 4);
 }
 
 static void input_shared_by_two_concats_placed_once(void **state) {
@@ -388,8 +390,7 @@ static void input_shared_by_two_concats_placed_once(void **state) {
     int cat2 = concat(g, 1, 2, ins2, c2);
 
     assert_int_equal(kc_pass_fuse(g, &f->d, &f->st), 0);
-    assert_int_equal(g->values[a].alias_of, c2);
-    assert_int_equal(g->values[a].alias_offset, 2 * 16 * 4);
+    expect_view(g, a, c2, 2 * 16 * 4);
     assert_true(g->nodes[cat2].dead);
     assert_false(g->nodes[cat1].dead);
     assert_int_equal(g->values[b].alias_of, c1);
@@ -414,11 +415,9 @@ static void nested_concats_placed_in_the_outer_one(void **state) {
     assert_int_equal(kc_pass_fuse(g, &f->d, &f->st), 0);
     assert_true(g->nodes[cat1].dead);
     assert_true(g->nodes[cat2].dead);
-    assert_int_equal(g->values[c1].alias_of, c2);
-    assert_int_equal(g->values[c1].alias_offset, 2 * 16 * 4);
+    expect_view(g, c1, c2, 2 * 16 * 4);
     assert_int_equal(g->values[a].alias_of, c1);
-    assert_int_equal(g->values[b].alias_of, c1);
-    assert_int_equal(g->values[b].alias_offset, 2 * 16 * 4);
+    expect_view(g, b, c1, 2 * 16 * 4);
     assert_int_equal(g->values[d].alias_of, c2);
 }
 
@@ -447,12 +446,9 @@ static void growing_concats_become_views_of_the_last(void **state) {
     assert_true(g->nodes[cat3].dead);
     assert_true(g->nodes[cat2].dead);
     assert_true(g->nodes[cat1].dead);
-    assert_int_equal(g->values[c2].alias_of, c3);
-    assert_int_equal(g->values[c2].alias_offset, 0);
-    assert_int_equal(g->values[c1].alias_of, c3);
-    assert_int_equal(g->values[c1].alias_offset, 0);
-    assert_int_equal(g->values[d].alias_of, c3);
-    assert_int_equal(g->values[d].alias_offset, 4 * 16 * 4);
+    expect_view(g, c2, c3, 0);
+    expect_view(g, c1, c3, 0);
+    expect_view(g, d, c3, 4 * 16 * 4);
     assert_int_equal(f->st.views, 5);
     assert_int_equal(kc_verify(g, &f->d), 0);
 }
