@@ -609,14 +609,16 @@ static int lower_pointwise_gap(kc_graph *g, kc_program *p, int id,
     return 1;
 }
 
-/* Whether the G group calls of conv a run whole, each on one of P streams: when they read x in
- * place (no scratch: stride 1 on the padded input, or pointwise) and are enough to balance
- * (a multiple of P, or at least 4 a stream). Cut into tiles, a group's 16 channels split 12 + 4
- * and a 7x7 map's 49 pixels 32 + 17, both far slower a pixel than whole groups, and every group
- * waits at a barrier of its own. */
-static int groups_whole(const kann_conv2d_packed_args *a, uint32_t G, int P) {
-    return P > 1 && G >= (uint32_t)P && (G % (uint32_t)P == 0 || G >= 4 * (uint32_t)P) &&
-           (kann_conv2d_packed_pointwise(a) || kann_conv2d_packed_wide(a));
+/* Whether the G group calls of a conv run whole, each on one of P streams: when they are enough
+ * to balance (a multiple of P, or at least 4 a stream). Cut into tiles, a group's 16 channels
+ * split 12 + 4 and a 7x7 map's 49 pixels 32 + 17, both far slower a pixel than whole groups, and
+ * every group waits at a barrier of its own. A group that gathers its input (stride 2) does so
+ * into a scratch of its own, which kc_schedule_trim_scratch cuts to one copy; they are alive
+ * together in the merged phase, so none overlaps another. Tiled instead, each stream gathered
+ * every group's whole input: regnet_x_400mf's first 7x7 grouped conv took 75 us a stream on two
+ * threads against 75 on one; whole, 42 (the model 0.98 of its time, regnet_y_400mf too). */
+static int groups_whole(uint32_t G, int P) {
+    return P > 1 && G >= (uint32_t)P && (G % (uint32_t)P == 0 || G >= 4 * (uint32_t)P);
 }
 
 /* A conv on the packed kernel: one call, or with groups one call per group, each a group-1 conv
@@ -673,15 +675,14 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
         lanes_call(g, p, id, a, x, 0, w, K, 0, b, n->epi.residual, y);
         return;
     }
-    /* Groups that read x in place run whole, in runs of consecutive groups per stream */
+    /* Groups that balance run whole (groups_whole), in runs of consecutive groups a stream */
     int P = p->streams > 1 ? p->streams : 1;
     uint32_t bounds[KC_MAX_STREAMS + 1];
-    int whole = groups_whole(a, groups, P);
+    int whole = groups_whole(groups, P);
     if (whole) kc_spread(groups, 1, P, bounds);
     for (uint32_t gi = 0, st = 0; gi < groups; gi++) {
         int panels = pack_weight_panels(g, w, (size_t)gi * a->c_out, a->c_out, K, 0, K);
-        /* x read in place (pointwise, wide): tiles along channels or pixels, whichever
-         * balances */
+        /* else tiles along channels or pixels, whichever balances */
         kc_call *c = packed_call(g, p, id, a, x, gi * x_group, panels, b,
                                  (int64_t)gi * a->c_out * fl, n->epi.residual, gi * y_group, y,
                                  gi * y_group);

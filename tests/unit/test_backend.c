@@ -733,7 +733,9 @@ static void test_schedule_summed_concat(void **state) {
  * 1x1 conv. On P >= 2 streams each group's call runs whole on one stream, consecutive groups on
  * each (the last streams taking the extra ones), all G in one phase after the input's padding
  * and before the 1x1 conv; with 3 groups on 2 streams (neither a multiple of P nor 4 a stream)
- * they are cut into tiles as before. Every case computes what one stream does. */
+ * they are cut into tiles as before. At stride 2 (a RegNet stage's first block) every group
+ * gathers its windows into a scratch of its own, one copy once trimmed. Every case computes
+ * what one stream does. */
 static void test_schedule_whole_groups(void **state) {
     (void)state;
     enum { H = 7, MAXG = 9 };
@@ -743,55 +745,68 @@ static void test_schedule_whole_groups(void **state) {
     for (int i = 0; i < MAXG * 16 * H * H; i++)
         x[i] = frand(&seed);
     const int Gs[2] = {9, 3};
-    for (int gi = 0; gi < 2; gi++) {
-        int G = Gs[gi], C = G * 16;
-        for (int P = 1; P <= 3; P++) {
-            kc_graph *g = graph_opset13();
-            int in = pg_input(g, pg_value(g, "x", 4, 1, C, H, H));
-            int gv = kc_add_value(g, "g"), out = kc_add_value(g, "y");
-            add_conv(g, in, gv, C, C, 3, G, w_g);
-            add_conv(g, gv, out, 16, C, 1, 1, w_p);
-            pg_output(g, out);
-            kc_diag d;
-            kc_program prog;
-            kc_schedule sched = {0};
-            schedule_merged(g, P, &prog, &sched, &d);
-            int whole = P > 1 && (G % P == 0 || G >= 4 * P);
-            int groups = 0, first = -1, last_stream = 0, per_stream[3] = {0};
-            for (int ci = 0; ci < prog.n_calls; ci++) {
-                const kc_call *c = &prog.calls[ci];
-                const kann_conv2d_packed_args *a = c->args;
-                if (c->kernel != KANN_KERNEL_F32_CONV2D_PACKED || a->k_h != 3) continue;
-                groups++;
-                if (!whole) {
-                    assert_int_equal(c->stream, -1);
-                    continue;
+    for (int stride = 1; stride <= 2; stride++)
+        for (int gi = 0; gi < 2; gi++) {
+            int G = Gs[gi], C = G * 16, h_out = (H - 1) / stride + 1;
+            for (int P = 1; P <= 3; P++) {
+                kc_graph *g = graph_opset13();
+                int in = pg_input(g, pg_value(g, "x", 4, 1, C, H, H));
+                int gv = kc_add_value(g, "g"), out = kc_add_value(g, "y");
+                add_conv(g, in, gv, C, C, 3, G, w_g);
+                if (stride > 1) add_pair_attr(g, g->n_nodes - 1, "strides", stride);
+                add_conv(g, gv, out, 16, C, 1, 1, w_p);
+                pg_output(g, out);
+                kc_diag d;
+                kc_program prog;
+                kc_schedule sched = {0};
+                schedule_merged(g, P, &prog, &sched, &d);
+                kc_schedule_trim_scratch(g, &prog, &sched);
+                int whole = P > 1 && (G % P == 0 || G >= 4 * P);
+                int groups = 0, first = -1, last_stream = 0, per_stream[3] = {0};
+                int scratch[MAXG];
+                for (int ci = 0; ci < prog.n_calls; ci++) {
+                    const kc_call *c = &prog.calls[ci];
+                    const kann_conv2d_packed_args *a = c->args;
+                    if (c->kernel != KANN_KERNEL_F32_CONV2D_PACKED || a->k_h != 3) continue;
+                    assert_int_equal(a->stride_h, stride);
+                    const kc_fixup *f = &c->fixups[c->n_fixups - 1];
+                    if (stride > 1) { /* the gathered windows: a value of the group's own */
+                        assert_int_equal(f->field, offsetof(kann_conv2d_packed_args, scratch));
+                        for (int k = 0; k < groups; k++)
+                            assert_int_not_equal(scratch[k], f->value);
+                        scratch[groups] = f->value;
+                        if (whole) assert_int_equal(f->copies, 1);
+                    }
+                    groups++;
+                    if (!whole) {
+                        assert_int_equal(c->stream, -1);
+                        continue;
+                    }
+                    assert_true(c->stream >= last_stream && c->stream < P);
+                    last_stream = c->stream;
+                    per_stream[c->stream]++;
+                    int records = 0;
+                    for (int s = 0; s < P; s++)
+                        for (int r = 0; r < sched.counts[s]; r++)
+                            if (sched.streams[s][r].call == ci) {
+                                assert_int_equal(s, c->stream);
+                                records++;
+                            }
+                    assert_int_equal(records, 1);
+                    if (first < 0) first = ci;
+                    /* one phase for all groups, none of the calls before or after in it */
+                    assert_int_equal(prog.phase_first[ci], first);
                 }
-                assert_true(c->stream >= last_stream && c->stream < P);
-                last_stream = c->stream;
-                per_stream[c->stream]++;
-                int records = 0;
-                for (int s = 0; s < P; s++)
-                    for (int r = 0; r < sched.counts[s]; r++)
-                        if (sched.streams[s][r].call == ci) {
-                            assert_int_equal(s, c->stream);
-                            records++;
-                        }
-                assert_int_equal(records, 1);
-                if (first < 0) first = ci;
-                /* one phase for all groups, none of the calls before or after in it */
-                assert_int_equal(prog.phase_first[ci], first);
+                assert_int_equal(groups, G);
+                if (whole) {
+                    assert_int_equal(prog.phase_last[first], first + G - 1);
+                    for (int s = 0; s < P; s++) /* G / P each, the extra ones on the last */
+                        assert_int_equal(per_stream[s], G / P + (s >= P - G % P));
+                }
+                plan_run_check(g, &prog, &sched, &d, P, x, sizeof(float) * C * H * H, y[P],
+                               16 * h_out * h_out, P > 1 ? y[1] : NULL);
             }
-            assert_int_equal(groups, G);
-            if (whole) {
-                assert_int_equal(prog.phase_last[first], first + G - 1);
-                for (int s = 0; s < P; s++) /* G / P each, the extra ones on the last streams */
-                    assert_int_equal(per_stream[s], G / P + (s >= P - G % P));
-            }
-            plan_run_check(g, &prog, &sched, &d, P, x, sizeof(float) * C * H * H, y[P], 16 * H * H,
-                           P > 1 ? y[1] : NULL);
         }
-    }
 }
 
 static void test_plan_never_overlaps_live_buffers(void **state) {
