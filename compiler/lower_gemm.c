@@ -1,5 +1,5 @@
-/* Lowering of Gemm and MatMul onto the strided matmul kernel; constant B^T is packed to
- * [K][N] so the inner loop is dense. */
+/* Lowering of Gemm and MatMul onto the strided matmul kernel; a constant B (B^T too) is copied
+ * to rows [K][ld] so the inner loop is dense and the rows spread over the cache's sets. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -8,6 +8,37 @@
 #include "kann_kernels.h"
 #include "lower_internal.h"
 #include "shapes.h"
+
+/* The row stride (floats) for a constant B of N columns copied by weight_rows: N rounded up to
+ * whole cache lines, and to an odd count of them. The matmul kernels read a column chunk of B
+ * down all K rows; rows a multiple of 4 KiB apart (ConvNeXt's 768 x 3072 weights: 12 KiB) all
+ * fall in one set of the L1 cache, and many in few sets of L2, so every pass over the chunk
+ * missed both: convnext_tiny's 49-row layers ran at 50 GFLOPS. An odd count of lines spreads
+ * consecutive rows over every set. */
+static uint32_t weight_row_stride(uint32_t N) {
+    uint32_t lines = (N + 15) / 16;
+    if (lines % 2 == 0) lines++;
+    return N < 16 ? N : lines * 16;
+}
+
+/* A copy of constant B's batches [batch][K][N] (element (b, k, j) at b * bs + k * rs + j * cs
+ * of B) with rows ld = weight_row_stride(N) floats apart, the padding zero. */
+static int weight_rows(kc_graph *g, int B, uint32_t batch, uint32_t K, uint32_t N, size_t bs,
+                       size_t rs, size_t cs) {
+    size_t ld = weight_row_stride(N);
+    float *out = calloc((size_t)batch * K * ld + 1, sizeof(float));
+    if (!out) abort();
+    const kc_value *bv = kc_val(g, B);
+    const float *src = bv->data;
+    for (size_t b = 0; b < batch; b++)
+        for (size_t k = 0; k < K; k++)
+            for (size_t j = 0; j < N; j++)
+                out[(b * K + k) * ld + j] = src[b * bs + k * rs + j * cs];
+    int64_t dims[3] = {batch, K, (int64_t)ld};
+    int v = kc_new_const_f32(g, kc_sprintf(g, "%s.rows", bv->name), 3, dims, out);
+    free(out);
+    return v;
+}
 
 int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     const kc_node *n = &g->nodes[id];
@@ -24,17 +55,12 @@ int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     uint32_t M = (uint32_t)(ta ? av->dims[1] : av->dims[0]);
     uint32_t K = (uint32_t)(ta ? av->dims[0] : av->dims[1]);
     uint32_t N = (uint32_t)(tb ? bv->dims[0] : bv->dims[1]);
-    /* A constant B^T is packed to [K][N] so the kernel's inner loop over columns is dense. */
-    if (tb && kc_is_const(g, B)) {
-        float *packed = malloc(sizeof(float) * (size_t)K * N);
-        if (!packed) abort();
-        const float *src = bv->data;
-        for (uint32_t k = 0; k < K; k++)
-            for (uint32_t j = 0; j < N; j++)
-                packed[(size_t)k * N + j] = src[(size_t)j * K + k];
-        int64_t dims[2] = {K, N};
-        B = kc_new_const_f32(g, kc_sprintf(g, "%s.packed", bv->name), 2, dims, packed);
-        free(packed);
+    /* A constant B (B^T too) is copied to rows [K][ld] so the kernel's inner loop over
+     * columns is dense and its rows spread over the cache's sets (weight_row_stride). */
+    uint32_t b_rs = tb ? 1 : N;
+    if (kc_is_const(g, B) && bv->data && (tb || weight_row_stride(N) != N)) {
+        B = weight_rows(g, B, 1, K, N, 0, tb ? 1 : N, tb ? K : 1);
+        b_rs = weight_row_stride(N);
         tb = 0;
     }
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_MATMUL, id);
@@ -45,7 +71,7 @@ int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     a->k = K;
     a->a_row_stride = ta ? 1 : K;
     a->a_col_stride = ta ? M : 1;
-    a->b_row_stride = tb ? 1 : N;
+    a->b_row_stride = b_rs;
     a->b_col_stride = tb ? K : 1;
     a->alpha = kc_attr_float(n, "alpha", 1.0f);
     a->beta = kc_attr_float(n, "beta", 1.0f);
@@ -109,6 +135,11 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
         M = (uint32_t)(batch_a * M);
         batch_a = 1;
     }
+    uint32_t b_rs = N;
+    if (kc_is_const(g, B) && bv->data && weight_row_stride(N) != N) {
+        B = weight_rows(g, B, (uint32_t)batch_b, K, N, (size_t)K * N, N, 1);
+        b_rs = weight_row_stride(N);
+    }
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_MATMUL, id);
     kann_matmul_args *a = c->args;
     /* a side with one batch broadcasts to the other's count, 0 included */
@@ -119,8 +150,8 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     a->a_batch_stride = batch_a == 1 ? 0 : M * K;
     a->a_row_stride = K;
     a->a_col_stride = 1;
-    a->b_batch_stride = batch_b == 1 ? 0 : K * N;
-    a->b_row_stride = N;
+    a->b_batch_stride = batch_b == 1 ? 0 : K * b_rs;
+    a->b_row_stride = b_rs;
     a->b_col_stride = 1;
     a->alpha = kc_attr_float(n, "alpha", 1.0f);
     kc_matmul_row_bias(n, c);

@@ -809,6 +809,70 @@ static void test_schedule_whole_groups(void **state) {
         }
 }
 
+/* A constant B of a MatMul (also batched) or a Gemm (also transposed) is copied to rows an odd
+ * count of cache lines apart, the padding never read: [5, K] x [K, N] for N below a line, on a
+ * whole odd count, on an even one (N = 3072: 12 KiB rows, all in one L1 set) and past one by a
+ * few columns; the product what a naive loop computes, on one and two streams. */
+static void test_lower_weight_rows(void **state) {
+    (void)state;
+    enum { M = 5, K = 7, NMAX = 3072, BATCH = 2 };
+    static float x[BATCH * M * K], w[BATCH * K * NMAX], y[BATCH * M * NMAX];
+    static double want[BATCH * M * NMAX];
+    unsigned seed = 3;
+    for (int i = 0; i < BATCH * M * K; i++)
+        x[i] = frand(&seed);
+    for (int i = 0; i < BATCH * K * NMAX; i++)
+        w[i] = frand(&seed);
+    const uint32_t Ns[5] = {3, 48, 64, NMAX, 100};
+    const uint32_t ld[5] = {3, 48, 80, NMAX + 16, 112};
+    for (int ni = 0; ni < 5; ni++)
+        for (int form = 0; form < 4; form++) { /* MatMul, batched MatMul, Gemm, Gemm transB */
+            uint32_t N = Ns[ni];
+            int batch = form == 1 ? BATCH : 1, gemm = form >= 2, tb = form == 3;
+            for (int P = 1; P <= 2; P++) {
+                kc_graph *g = graph_opset13();
+                int64_t wd[3] = {batch, tb ? N : K, tb ? K : N};
+                int xi = pg_input(g, gemm ? pg_value(g, "x", 2, M, K)
+                                          : pg_value(g, "x", 3, batch, M, K));
+                int wi = pg_const(g, "w", gemm ? 2 : 3, gemm ? wd + 1 : wd, w);
+                int out = kc_add_value(g, "y");
+                int node = pg_node(g, gemm ? KC_OP_Gemm : KC_OP_MatMul, 13, 2, (int[]){xi, wi}, 1,
+                                   (int[]){out});
+                if (tb) kc_node_add_attr(g, node, "transB", KC_ATTR_INT)->i = 1;
+                pg_output(g, out);
+                kc_diag d;
+                kc_program prog;
+                kc_schedule sched = {0};
+                schedule_merged(g, P, &prog, &sched, &d);
+                assert_int_equal(prog.n_calls, 1);
+                const kann_matmul_args *a = prog.calls[0].args;
+                assert_int_equal(a->b_row_stride, ld[ni]);
+                assert_int_equal(a->b_col_stride, 1);
+                assert_int_equal(a->b_batch_stride, batch > 1 ? (uint32_t)K * ld[ni] : 0);
+                for (int b = 0; b < batch; b++)
+                    for (int i = 0; i < M; i++)
+                        for (uint32_t j = 0; j < N; j++) {
+                            double acc = 0;
+                            for (int k = 0; k < K; k++)
+                                acc += (double)x[(b * M + i) * K + k] *
+                                       w[tb ? j * K + k : ((size_t)b * K + k) * N + j];
+                            want[((size_t)b * M + i) * N + j] = acc;
+                        }
+                size_t n = (size_t)batch * M * N;
+                kc_plan plan = {0};
+                assert_int_equal(kc_plan_memory(g, &prog, &plan, &d), 0);
+                kann_tensor meta;
+                emit_load_run(g, &prog, &sched, &plan, P, x, sizeof(float) * batch * M * K, y,
+                              n * sizeof(float), &meta);
+                for (size_t i = 0; i < n; i++)
+                    assert_true(fabs(y[i] - want[i]) <= 1e-5 * (1 + fabs(want[i])));
+                kc_schedule_free(&sched);
+                kc_program_free(&prog);
+                kc_graph_free(g);
+            }
+        }
+}
+
 static void test_plan_never_overlaps_live_buffers(void **state) {
     (void)state;
     kc_graph *g = graph_opset13();
@@ -969,6 +1033,7 @@ int main(void) {
         cmocka_unit_test(test_schedule_summed_pointwise),
         cmocka_unit_test(test_schedule_summed_concat),
         cmocka_unit_test(test_schedule_whole_groups),
+        cmocka_unit_test(test_lower_weight_rows),
         cmocka_unit_test(test_plan_never_overlaps_live_buffers),
         cmocka_unit_test(test_lower_winograd_tiles),
         cmocka_unit_test(test_lower_reports_every_problem),
