@@ -55,7 +55,7 @@ static void finish_row(const kann_matmul_args *a, float *acc, size_t len, size_t
 static inline __attribute__((always_inline)) void block(const kann_matmul_args *a,
                                                         const float *a_blk, const float *b_col,
                                                         size_t rows, int vecs, size_t len,
-                                                        float *acc) {
+                                                        float *acc, mm_ahead *pf) {
     size_t k = a->k, a_rs = a->a_row_stride, a_cs = a->a_col_stride, b_rs = a->b_row_stride;
     __m256i m[VECS] = {lanes(len), lanes(len > 8 ? len - 8 : 0)};
     __m256 c[NARROW_ROWS][VECS];
@@ -65,7 +65,11 @@ static inline __attribute__((always_inline)) void block(const kann_matmul_args *
         for (int v = 0; v < vecs; v++)
             c[r][v] = _mm256_setzero_ps();
     const float *b = b_col;
-    for (size_t kk = 0; kk < k; kk++, b += b_rs) {
+    for (size_t kk = 0, until = mm_ahead_until(pf, k); kk < k; kk++, b += b_rs) {
+        if (kk == until) { /* the prefetch steps apart from the plain ones */
+            mm_ahead_row(pf);
+            until = mm_ahead_until(pf, k);
+        }
         __m256 bv[VECS];
 #pragma GCC unroll 2
         for (int v = 0; v < vecs; v++)

@@ -1489,6 +1489,57 @@ static void test_matmul_random(void **state) {
     }
 }
 
+/* Weights past what stays in L2 (2.5 MB), in rows padded past their columns as the compiler
+ * lays constant weights out: the blocks prefetch the next chunk's rows on the way (each
+ * chunk's share ending where the rows do), 13 rows (two blocks and a block of one), ragged
+ * last chunks, cut along rows or columns anywhere. */
+static void test_matmul_large_weights(void **state) {
+    (void)state;
+    rng_state = 9;
+    for (int i = 0; i < 4; i++) {
+        uint32_t m = 13, k = 600 + (uint32_t)i, n = 1000 - 7 * (uint32_t)i, ld = 1040;
+        size_t out = (size_t)m * n;
+        arena_reset((size_t)m * k + (size_t)k * ld + 2 * out + 256);
+        kann_matmul_args a = {0};
+        a.batch = 1;
+        a.m = m;
+        a.n = n;
+        a.k = k;
+        a.a_row_stride = k;
+        a.a_col_stride = 1;
+        a.b_row_stride = ld;
+        a.b_col_stride = 1;
+        a.alpha = 1.0f;
+        a.beta = 1.0f;
+        a.act = random_act();
+        a.a = alloc_ref((size_t)m * k, 1);
+        a.b = alloc_ref((size_t)k * ld, 1);
+        kann_ref want = alloc_ref(out, 0);
+        a.y = want;
+        a.tile = (kann_tile){0, 0, m, 0};
+        kann_exec ex = exec_ctx();
+        kann_bounds bd = bounds_all();
+        kann_error err;
+        assert_int_equal(kann_matmul_validate(&a, &bd, &err), KANN_OK);
+        kann_f32_matmul_ref(&a, &ex);
+        a.y = alloc_ref(out, 0);
+        variant vs[4];
+        int nv = variants_of(KANN_KERNEL_F32_MATMUL, vs);
+        for (int v = 0; v < nv; v++) {
+            for (size_t j = 0; j < out; j++)
+                at(a.y)[j] = NAN;
+            uint32_t axis = (uint32_t)i % 2, extent = axis ? n : m;
+            uint32_t cut = rng_range(0, extent);
+            kann_matmul_args t0 = a, t1 = a;
+            t0.tile = (kann_tile){axis, 0, cut, 0};
+            t1.tile = (kann_tile){axis, cut, extent, 0};
+            vs[v].fn(&t0, &ex);
+            vs[v].fn(&t1, &ex);
+            expect_close(at(want), at(a.y), out, "matmul", vs[v].isa);
+        }
+    }
+}
+
 /* ---- ISA selection -------------------------------------------------------------------------- */
 
 static void test_isa_names(void **state) {
@@ -1538,6 +1589,7 @@ int main(void) {
         cmocka_unit_test(test_dwblock_random),
         cmocka_unit_test(test_dwblock_validate),
         cmocka_unit_test(test_matmul_random),
+        cmocka_unit_test(test_matmul_large_weights),
         cmocka_unit_test(test_isa_names),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
