@@ -1428,6 +1428,34 @@ static void test_dwblock_validate(void **state) {
 
 /* ---- matmul (fully-connected layers at batch 1, transformer layers) ------------------------ */
 
+/* a (its inputs in the arena, out outputs) run by the reference, then by every variant as two
+ * tiles cut anywhere along axis (-1: a random one): the same outputs, within tolerance. */
+static void expect_matmul_variants(kann_matmul_args a, size_t out, int axis) {
+    kann_ref want = alloc_ref(out, 0);
+    a.y = want;
+    a.tile = (kann_tile){0, 0, a.m, 0};
+    kann_exec ex = exec_ctx();
+    kann_bounds bd = bounds_all();
+    kann_error err;
+    assert_int_equal(kann_matmul_validate(&a, &bd, &err), KANN_OK);
+    kann_f32_matmul_ref(&a, &ex);
+    a.y = alloc_ref(out, 0);
+    variant vs[4];
+    int nv = variants_of(KANN_KERNEL_F32_MATMUL, vs);
+    for (int v = 0; v < nv; v++) {
+        for (size_t j = 0; j < out; j++)
+            at(a.y)[j] = NAN;
+        uint32_t ax = axis < 0 ? rng_range(0, 1) : (uint32_t)axis, extent = ax ? a.n : a.m;
+        uint32_t cut = rng_range(0, extent);
+        kann_matmul_args t0 = a, t1 = a;
+        t0.tile = (kann_tile){ax, 0, cut, 0};
+        t1.tile = (kann_tile){ax, cut, extent, 0};
+        vs[v].fn(&t0, &ex);
+        vs[v].fn(&t1, &ex);
+        expect_close(at(want), at(a.y), out, "matmul", vs[v].isa);
+    }
+}
+
 /* Shapes from the GEMV path (a few rows; a tile of one row streams B) to several row blocks,
  * with column counts that leave narrow chunks (at most half a chunk: blocks of twice the rows)
  * and ragged ones, and for a few rows more columns than one pass of the single-row path. */
@@ -1463,29 +1491,7 @@ static void test_matmul_random(void **state) {
         a.bias_row_stride = bias_kind == 2 ? n : 0;
         a.bias_col_stride = 1;
         a.residual = rng_range(0, 1) ? alloc_ref(out, 1) : none;
-        kann_ref want = alloc_ref(out, 0);
-        a.y = want;
-        a.tile = (kann_tile){0, 0, m, 0};
-        kann_exec ex = exec_ctx();
-        kann_bounds bd = bounds_all();
-        kann_error err;
-        assert_int_equal(kann_matmul_validate(&a, &bd, &err), KANN_OK);
-        kann_f32_matmul_ref(&a, &ex);
-        a.y = alloc_ref(out, 0);
-        variant vs[4];
-        int nv = variants_of(KANN_KERNEL_F32_MATMUL, vs);
-        for (int v = 0; v < nv; v++) {
-            for (size_t j = 0; j < out; j++)
-                at(a.y)[j] = NAN;
-            uint32_t axis = rng_range(0, 1), extent = axis ? n : m;
-            uint32_t cut = rng_range(0, extent);
-            kann_matmul_args t0 = a, t1 = a;
-            t0.tile = (kann_tile){axis, 0, cut, 0};
-            t1.tile = (kann_tile){axis, cut, extent, 0};
-            vs[v].fn(&t0, &ex);
-            vs[v].fn(&t1, &ex);
-            expect_close(at(want), at(a.y), out, "matmul", vs[v].isa);
-        }
+        expect_matmul_variants(a, out, -1);
     }
 }
 
@@ -1514,29 +1520,7 @@ static void test_matmul_large_weights(void **state) {
         a.act = random_act();
         a.a = alloc_ref((size_t)m * k, 1);
         a.b = alloc_ref((size_t)k * ld, 1);
-        kann_ref want = alloc_ref(out, 0);
-        a.y = want;
-        a.tile = (kann_tile){0, 0, m, 0};
-        kann_exec ex = exec_ctx();
-        kann_bounds bd = bounds_all();
-        kann_error err;
-        assert_int_equal(kann_matmul_validate(&a, &bd, &err), KANN_OK);
-        kann_f32_matmul_ref(&a, &ex);
-        a.y = alloc_ref(out, 0);
-        variant vs[4];
-        int nv = variants_of(KANN_KERNEL_F32_MATMUL, vs);
-        for (int v = 0; v < nv; v++) {
-            for (size_t j = 0; j < out; j++)
-                at(a.y)[j] = NAN;
-            uint32_t axis = (uint32_t)i % 2, extent = axis ? n : m;
-            uint32_t cut = rng_range(0, extent);
-            kann_matmul_args t0 = a, t1 = a;
-            t0.tile = (kann_tile){axis, 0, cut, 0};
-            t1.tile = (kann_tile){axis, cut, extent, 0};
-            vs[v].fn(&t0, &ex);
-            vs[v].fn(&t1, &ex);
-            expect_close(at(want), at(a.y), out, "matmul", vs[v].isa);
-        }
+        expect_matmul_variants(a, out, i % 2);
     }
 }
 
