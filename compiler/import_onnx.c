@@ -556,6 +556,11 @@ static void import_outputs(importer *im, const Onnx__GraphProto *gp) {
             continue;
         }
         int v = value_for(im, vi->name);
+        /* a runtime output is found by its name: two of one name could not be told apart */
+        if (g->values[v].flags & KC_VALUE_OUTPUT) {
+            kc_error_value(im->d, g, v, "listed twice among the graph outputs");
+            continue;
+        }
         g->values[v].flags |= KC_VALUE_OUTPUT;
         if (!(g->values[v].flags & (KC_VALUE_CONST | KC_VALUE_INPUT)))
             apply_type(im, v, vi->type, "graph output");

@@ -444,7 +444,9 @@ static void test_defined_twice_and_undefined(void **state) {
     add_node(m, "Relu", "r3", (const char *[]){"ghost", NULL}, (const char *[]){"X", NULL});
     add_output(m, value_info("Z", KC_DTYPE_FLOAT, -1, NULL, NULL));
     add_output(m, value_info("nowhere", KC_DTYPE_FLOAT, -1, NULL, NULL));
-    assert_int_equal(import_model(c, m), 4);
+    add_output(m, value_info("Z", KC_DTYPE_FLOAT, -1, NULL, NULL));
+    assert_int_equal(import_model(c, m), 5);
+    assert_message(c, "value 'Z': listed twice among the graph outputs");
     assert_message(c, "value 'Y': defined twice");
     assert_message(c, "node 'r2'");
     assert_message(c, "value 'X': defined twice: a graph input");
