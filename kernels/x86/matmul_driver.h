@@ -16,7 +16,7 @@
  * columns of every row, rows b_row_stride floats apart, which the hardware prefetchers do not
  * follow; inside a network a layer's weights come from L3 or memory, and the first block of
  * every chunk waited on them. One thread, alternated runs: vit_b_16 (330 MB of weights) min
- * 288-291 -> 266-285 ms, convnext_tiny 78-84 -> 77-79. */
+ * 277-288 -> 270-273 ms, convnext_tiny 78-85 -> 76-77. */
 typedef struct mm_ahead {
     const char *row; /* the next row's first byte */
     size_t stride;   /* bytes from a row to the next */
