@@ -1,7 +1,9 @@
 /* Pass 3, simplify: removes the ops that compute nothing at inference (Identity, Dropout) and
  * turns the ops that only reinterpret a shape (Reshape, Flatten, Squeeze, Unsqueeze) into views
- * of their input, so neither costs a copy at run time. */
+ * of their input, and a Gather of one contiguous range into a view of it, so none costs a copy
+ * at run time. */
 #include "passes.h"
+#include "shapes.h"
 
 /* Dropout in training mode (opset 12+: a third input) is not an identity. */
 static int dropout_in_training(const kc_graph *g, const kc_node *n) {
@@ -67,6 +69,41 @@ static int make_view(kc_graph *g, int ni, kc_diag *d, kc_stats *st) {
     return 0;
 }
 
+/* A Gather of one constant index along an axis with only unit dims before it: its output is one
+ * contiguous range of the data, so it becomes a view of that range (torchvision's attention
+ * takes q, k and v from one tensor this way, [3, S, 1, E] along axis 0; a classifier the first
+ * token of [1, S, E] along axis 1). Anything else (a shape not known, an index out of range,
+ * which the lowering reports) is left to the Gather kernel. */
+static void gather_view(kc_graph *g, int ni, kc_stats *st) {
+    kc_node *n = &g->nodes[ni];
+    if (n->n_inputs != 2 || n->n_outputs != 1) return;
+    int data = n->inputs[0], out = n->outputs[0];
+    int64_t index;
+    if (data < 0 || out < 0 || kc_is_const(g, data) ||
+        kc_const_ints(g, n->inputs[1], &index, 1) != 1)
+        return;
+    const kc_value *dv = &g->values[data], *ov = &g->values[out];
+    int64_t axis = kc_attr_int(n, "axis", 0), esize = (int64_t)kc_dtype_size(dv->dtype);
+    if (axis < 0) axis += dv->rank;
+    if (axis < 0 || axis >= dv->rank || dv->dtype != ov->dtype || esize == 0) return;
+    for (int i = 0; i < axis; i++)
+        if (dv->dims[i] != 1) return;
+    int64_t numel = kc_value_numel(ov), inner = 1; /* elements of one index's range */
+    if (kc_value_numel(dv) < 0 || numel < 0) return;
+    for (int i = (int)axis + 1; i < dv->rank; i++)
+        inner *= dv->dims[i]; /* at most the data's count */
+    if (index < 0) index += dv->dims[axis];
+    int64_t offset;
+    if (index < 0 || index >= dv->dims[axis] || numel != inner ||
+        __builtin_mul_overflow(inner, esize, &inner) ||
+        __builtin_mul_overflow(index, inner, &offset))
+        return;
+    g->values[out].alias_of = data;
+    g->values[out].alias_offset = offset;
+    n->dead = 1;
+    st->views++;
+}
+
 int kc_pass_simplify(kc_graph *g, kc_diag *d, kc_stats *st) {
     int errors = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -81,6 +118,9 @@ int kc_pass_simplify(kc_graph *g, kc_diag *d, kc_stats *st) {
         case KC_OP_Squeeze:
         case KC_OP_Unsqueeze:
             errors += make_view(g, i, d, st);
+            break;
+        case KC_OP_Gather:
+            gather_view(g, i, st);
             break;
         default:
             break;

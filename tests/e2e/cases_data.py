@@ -43,6 +43,23 @@ def gather_cases():
               inits=[const("i", np.array([[5, 0], [1, -1]], np.int64))], axis=-1)
     yield one("gather_int64_data", "Gather", [4, 3], 103, dtype=I64, extra_inputs=["i"],
               feeds={"i": np.array([1, -1, 0], np.int64)}, axis=0)
+    # one constant index along an axis with only unit dims before it: views of the data (q and
+    # k from a stacked [3, ...] tensor, the first token of [1, S, E]; k a graph output too); axis
+    # 1 of [3, 2, 5] not
+    g = r.standard_normal((3, 2, 5)).astype(np.float32)
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Gather", ["r", "i1"], ["q"], axis=0),
+             helper.make_node("Gather", ["r", "im1"], ["k"], axis=0),
+             helper.make_node("Gather", ["r", "i1"], ["c"], axis=1),
+             helper.make_node("Add", ["q", "k"], ["y"]),
+             helper.make_node("Gather", ["t", "i0v"], ["first"], axis=1),
+             helper.make_node("Relu", ["first"], ["y2"])]
+    m = model(nodes, [vi("x", [3, 2, 5]), vi("t", [1, 4, 6])],
+              [vi("y", None), vi("y2", None), vi("c", None), vi("k", None)],
+              [const("i1", np.array(1, np.int64)), const("im1", np.array(-1, np.int64)),
+               const("i0v", np.array([0], np.int32))])
+    yield "gather_views", m, {"x": g, "t": randn(r, 1, 4, 6)}, ["--expect-summary",
+                                                                 "3 views (no copy)"]
     gi = np.array([[[0, 2], [1, 0]], [[2, 2], [-1, 0]]], np.int64)
     yield one("gather_elements_axis1", "GatherElements", [2, 3, 2], 104, extra_inputs=["i"],
               feeds={"i": gi}, axis=1)

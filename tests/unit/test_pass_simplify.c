@@ -1,4 +1,4 @@
-/* kc_pass_simplify: Identity/Dropout removal and shape ops turned into views. */
+/* kc_pass_simplify: Identity/Dropout removal, shape ops and one-range Gathers turned into views. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -157,6 +157,61 @@ static void shape_ops_become_views(void **state) {
     }
 }
 
+/* Gathers of one constant index: views of their range where only unit dims come before the
+ * axis (the index negative, or a one-element list), else left to the kernel (dims before the
+ * axis, several indices, an index at run time or out of range). */
+static void gathers_of_one_range_become_views(void **state) {
+    (void)state;
+    enum {
+        VIEW_AXIS0,
+        VIEW_NEGATIVE,
+        VIEW_LIST_AXIS1,
+        OUTER_DIM,
+        TWO_INDICES,
+        RUNTIME,
+        OUT_OF_RANGE
+    };
+    for (int kind = VIEW_AXIS0; kind <= OUT_OF_RANGE; kind++) {
+        kc_graph *g = kc_graph_new();
+        kc_stats st = {0};
+        kc_diag d;
+        kc_diag_init(&d, "test.onnx", stderr);
+        int axis1 = kind == VIEW_LIST_AXIS1 || kind == OUTER_DIM;
+        int x = pg_input(g, kind == VIEW_LIST_AXIS1 ? pg_value(g, "x", 3, 1, 3, 5)
+                                                    : pg_value(g, "x", 3, 3, 4, 5));
+        int r =
+            kind == VIEW_LIST_AXIS1 ? pg_value(g, "r", 3, 1, 3, 5) : pg_value(g, "r", 3, 3, 4, 5);
+        pg_node1(g, KC_OP_Relu, 1, &x, r);
+        int64_t one[1] = {1}, two[2] = {2}, values[2] = {2, 0};
+        if (kind == VIEW_NEGATIVE) values[0] = -1;
+        if (kind == OUT_OF_RANGE) values[0] = 3;
+        int idx =
+            kind == RUNTIME
+                ? pg_input(g, kc_add_value(g, "i"))
+                : kc_add_const(
+                      g, "i", KC_DTYPE_INT64,
+                      kind == VIEW_AXIS0 || kind == VIEW_NEGATIVE || kind == OUT_OF_RANGE ? 0 : 1,
+                      kind == TWO_INDICES ? two : one, values);
+        int y = kind == VIEW_LIST_AXIS1 ? pg_value(g, "y", 3, 1, 1, 5)
+                : kind == OUTER_DIM     ? pg_value(g, "y", 2, 3, 5)
+                : kind == TWO_INDICES   ? pg_value(g, "y", 3, 2, 4, 5)
+                                        : pg_value(g, "y", 2, 4, 5);
+        int z = pg_output(g, kc_add_value(g, "z"));
+        int gather = pg_node1(g, KC_OP_Gather, 2, (int[]){r, idx}, y);
+        if (axis1) pg_attr_int(g, gather, "axis", 1);
+        pg_node1(g, KC_OP_Relu, 1, &y, z);
+
+        assert_int_equal(kc_pass_simplify(g, &d, &st), 0);
+        int view = kind <= VIEW_LIST_AXIS1;
+        assert_int_equal(g->nodes[gather].dead, view);
+        assert_int_equal(st.views, view);
+        assert_int_equal(g->values[y].alias_of, view ? r : -1);
+        /* x[2] (and x[-1]) of [3, 4, 5]: 40 floats on; x[:, 2] of [1, 3, 5]: 10 */
+        if (view) assert_int_equal(g->values[y].alias_offset, (axis1 ? 10 : 40) * 4);
+        kc_graph_free(g);
+    }
+}
+
 static void reshape_of_constant_left_alone(void **state) {
     fixture *f = *state;
     kc_graph *g = f->g;
@@ -202,6 +257,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(dropout_with_used_mask_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(dropout_in_training_mode_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(shape_ops_become_views, setup, teardown),
+        cmocka_unit_test_setup_teardown(gathers_of_one_range_become_views, setup, teardown),
         cmocka_unit_test_setup_teardown(reshape_of_constant_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(identity_chain_into_view, setup, teardown),
     };
