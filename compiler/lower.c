@@ -161,6 +161,17 @@ void kc_broadcast_strides(const kc_value *v, int r, uint32_t *strides) {
 void kc_add_copy(kc_graph *g, kc_program *p, int node, int src, int64_t src_off, int dst,
                  int64_t dst_off, uint32_t rows, uint32_t row_len, uint32_t src_stride,
                  uint32_t dst_stride) {
+    /* One contiguous range (a Concat input that is a view of another value's range) is one row,
+     * which the streams cannot share: cut it into rows of 1-4 Ki elements where some such length
+     * divides it. */
+    uint64_t n = (uint64_t)rows * row_len;
+    if ((rows == 1 || (src_stride == row_len && dst_stride == row_len)) && n > 4096)
+        for (uint32_t len = 4096; len >= 1024; len--)
+            if (n % len == 0) {
+                rows = (uint32_t)(n / len);
+                row_len = src_stride = dst_stride = len;
+                break;
+            }
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_COPY, node);
     kann_copy_args *a = c->args;
     a->rows = rows;

@@ -1,7 +1,7 @@
 /* Pass 3, simplify: removes the ops that compute nothing at inference (Identity, Dropout) and
  * turns the ops that only reinterpret a shape (Reshape, Flatten, Squeeze, Unsqueeze) into views
- * of their input, and a Gather of one contiguous range into a view of it, so none costs a copy
- * at run time. */
+ * of their input, and a Gather, Slice or Split of contiguous ranges into views of them, so none
+ * costs a copy at run time. */
 #include "passes.h"
 #include "shapes.h"
 
@@ -104,6 +104,66 @@ static void gather_view(kc_graph *g, int ni, kc_stats *st) {
     st->views++;
 }
 
+/* A Slice of one contiguous range of its input (unit steps; one element of every axis before
+ * the last one it cuts, every element of the axes after it: ShuffleNet's channel halves of
+ * [1, C, H, W]) is a view of that range. The shapes pass has checked its parameters. */
+static void slice_view(kc_graph *g, int ni, kc_diag *d, kc_stats *st) {
+    kc_node *n = &g->nodes[ni];
+    if (n->n_inputs < 1 || n->n_outputs != 1 || n->inputs[0] < 0 || n->outputs[0] < 0) return;
+    int x = n->inputs[0], out = n->outputs[0];
+    const kc_value *xv = &g->values[x];
+    int64_t esize = (int64_t)kc_dtype_size(xv->dtype);
+    kc_slice sl;
+    if (kc_is_const(g, x) || esize == 0 || kc_value_numel(xv) <= 0 ||
+        kc_value_numel(&g->values[out]) <= 0 || kc_slice_of(g, ni, &sl, d))
+        return;
+    int cut = -1; /* the last axis not taken whole */
+    for (int i = 0; i < sl.rank; i++)
+        if (sl.len[i] != xv->dims[i]) cut = i;
+    int64_t offset = 0, stride = esize;
+    for (int i = sl.rank - 1; i >= 0; i--) {
+        if ((i < cut && sl.len[i] != 1) || (sl.len[i] > 1 && sl.step[i] != 1)) return;
+        offset += sl.start[i] * stride; /* at most the input's bytes */
+        stride *= xv->dims[i];
+    }
+    g->values[out].alias_of = x;
+    g->values[out].alias_offset = offset;
+    n->dead = 1;
+    st->views++;
+}
+
+/* A Split along an axis with only unit dims before it: each output one range, a view. */
+static void split_views(kc_graph *g, int ni, kc_stats *st) {
+    kc_node *n = &g->nodes[ni];
+    if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1) return;
+    int x = n->inputs[0];
+    const kc_value *xv = &g->values[x];
+    int64_t axis = kc_attr_int(n, "axis", 0), esize = (int64_t)kc_dtype_size(xv->dtype);
+    if (axis < 0) axis += xv->rank;
+    if (kc_is_const(g, x) || esize == 0 || axis < 0 || axis >= xv->rank || kc_value_numel(xv) <= 0)
+        return;
+    int64_t inner = esize, along = 0;
+    for (int i = 0; i < xv->rank; i++) {
+        if (i < axis && xv->dims[i] != 1) return;
+        if (i > axis) inner *= xv->dims[i];
+    }
+    for (int k = 0; k < n->n_outputs; k++) {
+        const kc_value *o = n->outputs[k] >= 0 ? &g->values[n->outputs[k]] : NULL;
+        if (!o || o->rank != xv->rank || o->dtype != xv->dtype || kc_value_numel(o) < 0) return;
+        along += o->dims[axis];
+    }
+    if (along != xv->dims[axis]) return;
+    int64_t offset = 0;
+    for (int k = 0; k < n->n_outputs; k++) {
+        int o = n->outputs[k];
+        g->values[o].alias_of = x;
+        g->values[o].alias_offset = offset;
+        offset += g->values[o].dims[axis] * inner;
+        st->views++;
+    }
+    n->dead = 1;
+}
+
 int kc_pass_simplify(kc_graph *g, kc_diag *d, kc_stats *st) {
     int errors = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -121,6 +181,12 @@ int kc_pass_simplify(kc_graph *g, kc_diag *d, kc_stats *st) {
             break;
         case KC_OP_Gather:
             gather_view(g, i, st);
+            break;
+        case KC_OP_Slice:
+            slice_view(g, i, d, st);
+            break;
+        case KC_OP_Split:
+            split_views(g, i, st);
             break;
         default:
             break;

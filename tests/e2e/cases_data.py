@@ -68,6 +68,21 @@ def gather_cases():
 def slice_split_cases():
     def ints(name, v):
         return const(name, np.array(v, np.int64))
+    # contiguous ranges of [1, 6, 64, 48] are views: channels 2-4, the split's 2 + 4 channels, and
+    # rows 1-2 of channel 1; a Concat of two of them copies them (in rows the streams share)
+    r = rng(109)
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Slice", ["r", "s0", "e0", "a0"], ["ch"]),
+             helper.make_node("Split", ["r", "sp"], ["lo", "hi"], axis=1),
+             helper.make_node("Slice", ["r", "s1", "e1", "a1"], ["rows"]),
+             helper.make_node("Concat", ["ch", "lo"], ["cat"], axis=1),
+             helper.make_node("Neg", ["hi"], ["nhi"])]
+    m = model(nodes, [vi("x", [1, 6, 64, 48])],
+              [vi("cat", None), vi("nhi", None), vi("rows", None), vi("lo", None)],
+              [ints("s0", [2]), ints("e0", [5]), ints("a0", [1]), ints("sp", [2, 4]),
+               ints("s1", [1, 1]), ints("e1", [2, 3]), ints("a1", [1, 2])])
+    yield "slice_split_views", m, {"x": randn(r, 1, 6, 64, 48)}, ["--expect-summary",
+                                                                "4 views (no copy)"]
     yield one("slice_neg_steps", "Slice", [5, 6, 7], 110, extra_inputs=["s", "e", "a", "t"],
               inits=[ints("s", [-1, 1, 6]), ints("e", [-100, 5, 0]), ints("a", [0, 1, 2]),
                      ints("t", [-2, 2, -3])])

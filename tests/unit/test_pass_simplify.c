@@ -212,6 +212,61 @@ static void gathers_of_one_range_become_views(void **state) {
     }
 }
 
+/* A Slice or Split of contiguous ranges of [1, 6, 4, 3]: views (channels 2-4 at 24 floats on,
+ * row 1 of channel 1 at 15, the split's 2 + 4 channels at 0 and 24); a step of 2, or channels of
+ * [2, 6] (two ranges), copied by the kernels. */
+static void slices_and_splits_of_ranges_become_views(void **state) {
+    (void)state;
+    enum { CHANNELS, ONE_ROW, SPLIT, STEP2, OUTER };
+    for (int kind = CHANNELS; kind <= OUTER; kind++) {
+        kc_graph *g = kc_graph_new();
+        kc_stats st = {0};
+        kc_diag d;
+        kc_diag_init(&d, "test.onnx", stderr);
+        int x = pg_input(g, kind == OUTER ? pg_value(g, "x", 2, 2, 6)
+                                          : pg_value(g, "x", 4, 1, 6, 4, 3));
+        int r = kind == OUTER ? pg_value(g, "r", 2, 2, 6) : pg_value(g, "r", 4, 1, 6, 4, 3);
+        pg_node1(g, KC_OP_Relu, 1, &x, r);
+        /* the slices: channels 2-4 (OUTER: of [2, 6]), or channel 1's row 1 */
+        int one_row = kind == ONE_ROW;
+        int64_t n1[1] = {1}, n2[1] = {2}, steps[1] = {2}, split[2] = {2, 4};
+        int64_t starts[2] = {one_row ? 1 : 2, 1}, ends[2] = {one_row ? 2 : 5, 2}, axes[2] = {1, 2};
+        int outs[2], n_out = kind == SPLIT ? 2 : 1, node;
+        if (kind == SPLIT) {
+            outs[0] = pg_value(g, "a", 4, 1, 2, 4, 3);
+            outs[1] = pg_value(g, "b", 4, 1, 4, 4, 3);
+            int sp = kc_add_const(g, "split", KC_DTYPE_INT64, 1, n2, split);
+            node = pg_node(g, KC_OP_Split, 13, 2, (int[]){r, sp}, 2, outs);
+            pg_attr_int(g, node, "axis", 1);
+        } else {
+            const int64_t *n = one_row ? n2 : n1;
+            int ins[5] = {r, kc_add_const(g, "s", KC_DTYPE_INT64, 1, n, starts),
+                          kc_add_const(g, "e", KC_DTYPE_INT64, 1, n, ends),
+                          kc_add_const(g, "ax", KC_DTYPE_INT64, 1, n, axes),
+                          kc_add_const(g, "st", KC_DTYPE_INT64, 1, n1, steps)};
+            outs[0] = kind == OUTER   ? pg_value(g, "y", 2, 2, 3)
+                      : one_row       ? pg_value(g, "y", 4, 1, 1, 1, 3)
+                      : kind == STEP2 ? pg_value(g, "y", 4, 1, 2, 4, 3)
+                                      : pg_value(g, "y", 4, 1, 3, 4, 3);
+            node = pg_node(g, KC_OP_Slice, 13, kind == STEP2 ? 5 : 4, ins, 1, outs);
+        }
+        for (int k = 0; k < n_out; k++)
+            pg_node1(g, KC_OP_Relu, 1, &outs[k],
+                     pg_output(g, kc_add_value(g, kc_sprintf(g, "z%d", k))));
+
+        assert_int_equal(kc_pass_simplify(g, &d, &st), 0);
+        int view = kind <= SPLIT;
+        assert_int_equal(g->nodes[node].dead, view);
+        assert_int_equal(st.views, view ? n_out : 0);
+        const int64_t offsets[3][2] = {{24, 0}, {15, 0}, {0, 24}};
+        for (int k = 0; k < n_out; k++) {
+            assert_int_equal(g->values[outs[k]].alias_of, view ? r : -1);
+            if (view) assert_int_equal(g->values[outs[k]].alias_offset, offsets[kind][k] * 4);
+        }
+        kc_graph_free(g);
+    }
+}
+
 static void reshape_of_constant_left_alone(void **state) {
     fixture *f = *state;
     kc_graph *g = f->g;
@@ -258,6 +313,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(dropout_in_training_mode_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(shape_ops_become_views, setup, teardown),
         cmocka_unit_test_setup_teardown(gathers_of_one_range_become_views, setup, teardown),
+        cmocka_unit_test_setup_teardown(slices_and_splits_of_ranges_become_views, setup, teardown),
         cmocka_unit_test_setup_teardown(reshape_of_constant_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(identity_chain_into_view, setup, teardown),
     };
