@@ -113,6 +113,8 @@ static void slice_view(kc_graph *g, int ni, kc_diag *d, kc_stats *st) {
     int x = n->inputs[0], out = n->outputs[0];
     const kc_value *xv = &g->values[x];
     int64_t esize = (int64_t)kc_dtype_size(xv->dtype);
+    for (int i = 1; i < n->n_inputs; i++) /* starts, ends, axes, steps known now, or a copy */
+        if (n->inputs[i] >= 0 && !kc_is_const(g, n->inputs[i])) return;
     kc_slice sl;
     if (kc_is_const(g, x) || esize == 0 || kc_value_numel(xv) <= 0 ||
         kc_value_numel(&g->values[out]) <= 0 || kc_slice_of(g, ni, &sl, d))
