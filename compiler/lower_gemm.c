@@ -1,5 +1,6 @@
 /* Lowering of Gemm and MatMul onto the strided matmul kernel; a constant B (B^T too) is copied
- * to rows [K][ld] so the inner loop is dense and the rows spread over the cache's sets. */
+ * to panels of 64 columns, or to rows spread over the cache's sets, so the inner loop is dense
+ * and B streams in order (weight_layout_of). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,33 +10,66 @@
 #include "lower_internal.h"
 #include "shapes.h"
 
-/* The row stride (floats) for a constant B of N columns copied by weight_rows: N rounded up to
- * whole cache lines, and to an odd count of them. The matmul kernels read a column chunk of B
- * down all K rows; rows a multiple of 4 KiB apart (ConvNeXt's 768 x 3072 weights: 12 KiB) all
- * fall in one set of the L1 cache, and many in few sets of L2, so every pass over the chunk
- * missed both: convnext_tiny's 49-row layers ran at 50 GFLOPS. An odd count of lines spreads
- * consecutive rows over every set. */
-static uint32_t weight_row_stride(uint32_t N) {
-    uint32_t lines = (N + 15) / 16;
-    if (lines % 2 == 0) lines++;
-    return N < 16 ? N : lines * 16;
+/* Where a copy of constant B puts its elements: rows of ld floats, or panels. */
+typedef struct weight_layout {
+    uint32_t row_stride, panel_stride; /* the matmul's b_row_stride and b_panel_stride */
+    size_t batch_stride, size;         /* floats */
+} weight_layout;
+
+/* The layout of constant B's copy ([batch][K][N]) for a product of M rows.
+ * - Several rows, wider than a panel: panels of KANN_MATMUL_PANEL columns,
+ *   [batch][N / 64][K][64], the last one padded. The kernels read B a column chunk at a time
+ *   down all K rows; rows N floats apart put every row of a chunk on its own page, which the
+ *   hardware prefetchers do not follow from memory, and two streams reading their halves of
+ *   vit_b_16's weights that way read 0.71 times as fast as one: a panel is one sequential
+ *   stream.
+ * - Otherwise rows of N rounded up to whole cache lines, and to an odd count of them: rows a
+ *   multiple of 4 KiB apart fall in one set of the L1 cache. A single row (a fully-connected
+ *   layer at batch 1) reads B row after row, already one stream. */
+static weight_layout weight_layout_of(uint32_t batch, uint32_t M, uint32_t K, uint32_t N) {
+    weight_layout l = {0};
+    uint64_t panels = (N + (uint64_t)KANN_MATMUL_PANEL - 1) / KANN_MATMUL_PANEL;
+    if (M > 1 && N > KANN_MATMUL_PANEL &&
+        panels * K * KANN_MATMUL_PANEL * (batch ? batch : 1) <= UINT32_MAX) {
+        l.row_stride = KANN_MATMUL_PANEL;
+        l.panel_stride = K * KANN_MATMUL_PANEL;
+        l.batch_stride = (size_t)panels * l.panel_stride;
+    } else {
+        uint32_t lines = (N + 15) / 16;
+        if (lines % 2 == 0) lines++;
+        l.row_stride = N < 16 ? N : lines * 16;
+        l.batch_stride = (size_t)K * l.row_stride;
+    }
+    l.size = batch * l.batch_stride;
+    return l;
+}
+
+/* Whether constant B of N columns, rows rs floats apart (transposed: 1), gains from a copy. */
+static int weight_copied(kc_graph *g, int B, uint32_t M, uint32_t K, uint32_t N, size_t rs) {
+    weight_layout l = weight_layout_of(1, M, K, N);
+    return kc_is_const(g, B) && kc_val(g, B)->data &&
+           (rs != N || l.panel_stride || l.row_stride != N);
 }
 
 /* A copy of constant B's batches [batch][K][N] (element (b, k, j) at b * bs + k * rs + j * cs
- * of B) with rows ld = weight_row_stride(N) floats apart, the padding zero. */
-static int weight_rows(kc_graph *g, int B, uint32_t batch, uint32_t K, uint32_t N, size_t bs,
-                       size_t rs, size_t cs) {
-    size_t ld = weight_row_stride(N);
-    float *out = calloc((size_t)batch * K * ld + 1, sizeof(float));
+ * of B) in layout l, the padding zero. */
+static int weight_copy(kc_graph *g, int B, uint32_t batch, uint32_t K, uint32_t N, size_t bs,
+                       size_t rs, size_t cs, const weight_layout *l) {
+    float *out = calloc(l->size + 1, sizeof(float));
     if (!out) abort();
     const kc_value *bv = kc_val(g, B);
     const float *src = bv->data;
     for (size_t b = 0; b < batch; b++)
         for (size_t k = 0; k < K; k++)
-            for (size_t j = 0; j < N; j++)
-                out[(b * K + k) * ld + j] = src[b * bs + k * rs + j * cs];
-    int64_t dims[3] = {batch, K, (int64_t)ld};
-    int v = kc_new_const_f32(g, kc_sprintf(g, "%s.rows", bv->name), 3, dims, out);
+            for (size_t j = 0; j < N; j++) {
+                size_t at = l->panel_stride ? j / KANN_MATMUL_PANEL * l->panel_stride +
+                                                  k * l->row_stride + j % KANN_MATMUL_PANEL
+                                            : k * l->row_stride + j;
+                out[b * l->batch_stride + at] = src[b * bs + k * rs + j * cs];
+            }
+    int64_t dims[2] = {(int64_t)l->size};
+    int v = kc_new_const_f32(
+        g, kc_sprintf(g, "%s.%s", bv->name, l->panel_stride ? "panels" : "rows"), 1, dims, out);
     free(out);
     return v;
 }
@@ -55,12 +89,14 @@ int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     uint32_t M = (uint32_t)(ta ? av->dims[1] : av->dims[0]);
     uint32_t K = (uint32_t)(ta ? av->dims[0] : av->dims[1]);
     uint32_t N = (uint32_t)(tb ? bv->dims[0] : bv->dims[1]);
-    /* A constant B (B^T too) is copied to rows [K][ld] so the kernel's inner loop over
-     * columns is dense and its rows spread over the cache's sets (weight_row_stride). */
-    uint32_t b_rs = tb ? 1 : N;
-    if (kc_is_const(g, B) && bv->data && (tb || weight_row_stride(N) != N)) {
-        B = weight_rows(g, B, 1, K, N, 0, tb ? 1 : N, tb ? K : 1);
-        b_rs = weight_row_stride(N);
+    /* A constant B (B^T too) is copied so the kernel's inner loop over columns is dense and
+     * its rows come in order (weight_layout_of). */
+    uint32_t b_rs = tb ? 1 : N, b_ps = 0;
+    if (weight_copied(g, B, M, K, N, tb ? 1 : N)) {
+        weight_layout l = weight_layout_of(1, M, K, N);
+        B = weight_copy(g, B, 1, K, N, 0, tb ? 1 : N, tb ? K : 1, &l);
+        b_rs = l.row_stride;
+        b_ps = l.panel_stride;
         tb = 0;
     }
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_MATMUL, id);
@@ -73,6 +109,7 @@ int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     a->a_col_stride = ta ? M : 1;
     a->b_row_stride = b_rs;
     a->b_col_stride = tb ? K : 1;
+    a->b_panel_stride = b_ps;
     a->alpha = kc_attr_float(n, "alpha", 1.0f);
     a->beta = kc_attr_float(n, "beta", 1.0f);
     if (C >= 0) {
@@ -92,7 +129,7 @@ int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     kc_bind(c, offsetof(kann_matmul_args, bias), C, 0, 0);
     kc_bind(c, offsetof(kann_matmul_args, residual), n->epi.residual, 0, 0);
     kc_bind(c, offsetof(kann_matmul_args, y), y, 0, 1);
-    kc_set_tile(c, M, 1, N, 16);
+    kc_set_tile(c, M, 1, N, b_ps ? KANN_MATMUL_PANEL : 16); /* streams cut B's panels whole */
     c->macs = (double)M * N * K;
     return 0;
 }
@@ -135,10 +172,14 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
         M = (uint32_t)(batch_a * M);
         batch_a = 1;
     }
-    uint32_t b_rs = N;
-    if (kc_is_const(g, B) && bv->data && weight_row_stride(N) != N) {
-        B = weight_rows(g, B, (uint32_t)batch_b, K, N, (size_t)K * N, N, 1);
-        b_rs = weight_row_stride(N);
+    uint32_t b_rs = N, b_ps = 0;
+    size_t b_bs = (size_t)K * N;
+    if (weight_copied(g, B, M, K, N, N)) {
+        weight_layout l = weight_layout_of((uint32_t)batch_b, M, K, N);
+        B = weight_copy(g, B, (uint32_t)batch_b, K, N, (size_t)K * N, N, 1, &l);
+        b_rs = l.row_stride;
+        b_ps = l.panel_stride;
+        b_bs = l.batch_stride;
     }
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_MATMUL, id);
     kann_matmul_args *a = c->args;
@@ -150,9 +191,10 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     a->a_batch_stride = batch_a == 1 ? 0 : M * K;
     a->a_row_stride = K;
     a->a_col_stride = 1;
-    a->b_batch_stride = batch_b == 1 ? 0 : K * b_rs;
+    a->b_batch_stride = batch_b == 1 ? 0 : (uint32_t)b_bs;
     a->b_row_stride = b_rs;
     a->b_col_stride = 1;
+    a->b_panel_stride = b_ps;
     a->alpha = kc_attr_float(n, "alpha", 1.0f);
     kc_matmul_row_bias(n, c);
     a->act = kc_node_act(n);
@@ -160,7 +202,7 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     kc_bind(c, offsetof(kann_matmul_args, b), B, 0, 0);
     kc_bind(c, offsetof(kann_matmul_args, residual), n->epi.residual, 0, 0);
     kc_bind(c, offsetof(kann_matmul_args, y), y, 0, 1);
-    kc_set_tile(c, M, 1, N, 16);
+    kc_set_tile(c, M, 1, N, b_ps ? KANN_MATMUL_PANEL : 16); /* streams cut B's panels whole */
     c->macs = (double)a->batch * M * N * K;
     return 0;
 }

@@ -87,21 +87,39 @@ typedef struct kann_conv2d_args {
 } kann_conv2d_args;
 
 /* matmul: for every batch b, row i < m, column j < n:
- *   y[b][i][j] = act(alpha * sum_k a[b][i][k] * bm[b][k][j] + beta * bias[i][j] + residual[b][i][j])
- * with a[b][i][k] at a + b*a_batch_stride + i*a_row_stride + k*a_col_stride (likewise b and
- * bias; a zero stride broadcasts). y and residual are dense [batch][m][n].
+ *   y[b][i][j] = act(alpha * sum_k a[b][i][k] * bm[b][k][j] + beta * bias[i][j] +
+ * residual[b][i][j]) with a[b][i][k] at a + b*a_batch_stride + i*a_row_stride + k*a_col_stride
+ * (likewise b and bias; a zero stride broadcasts). y and residual are dense [batch][m][n]. B's
+ * columns: with b_panel_stride 0, column j at j*b_col_stride; otherwise in panels of
+ * KANN_MATMUL_PANEL columns, column j at (j / KANN_MATMUL_PANEL)*b_panel_stride +
+ * (j % KANN_MATMUL_PANEL)*b_col_stride (constant weights packed [panel][k][64], each panel one
+ * sequential stream).
  * Covers Gemm (transA/transB via strides, C via bias strides) and MatMul.
  * Tile axes: 0 = rows i, 1 = columns j (both apply to every batch). */
+#define KANN_MATMUL_PANEL 64
 typedef struct kann_matmul_args {
     kann_tile tile;
     kann_ref a, b, bias, residual, y;
     uint32_t batch, m, n, k;
     uint32_t a_batch_stride, a_row_stride, a_col_stride;
-    uint32_t b_batch_stride, b_row_stride, b_col_stride;
+    uint32_t b_batch_stride, b_row_stride, b_col_stride, b_panel_stride;
     uint32_t bias_row_stride, bias_col_stride;
     float alpha, beta;
     kann_act act;
 } kann_matmul_args;
+
+/* B's column j: its offset (floats) from the start of its row. */
+static inline size_t kann_matmul_b_col(const kann_matmul_args *a, size_t j) {
+    if (!a->b_panel_stride) return j * a->b_col_stride;
+    return j / KANN_MATMUL_PANEL * a->b_panel_stride + j % KANN_MATMUL_PANEL * a->b_col_stride;
+}
+
+/* How many of the len columns from j are b_col_stride apart: all of them, or those up to the
+ * end of j's panel. */
+static inline size_t kann_matmul_b_run(const kann_matmul_args *a, size_t j, size_t len) {
+    size_t left = KANN_MATMUL_PANEL - j % KANN_MATMUL_PANEL;
+    return a->b_panel_stride && left < len ? left : len;
+}
 
 #define KANN_MAX_RANK 6
 

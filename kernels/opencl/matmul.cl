@@ -17,6 +17,14 @@
  * NDRange: (bands of blocks, 1, batch); block u is (row block u % row_blocks, column block
  * u / row_blocks), so the blocks of a band share B's columns, which stay in cache. */
 
+#define MATMUL_PANEL 64 /* B's columns per panel: KANN_MATMUL_PANEL */
+
+/* B's column j: its offset from the start of its row (kann_matmul_b_col). */
+inline size_t matmul_b_col(uint j, uint b_cs, uint b_ps) {
+    if (b_ps == 0) return (size_t)j * b_cs;
+    return (size_t)(j / MATMUL_PANEL) * b_ps + (size_t)(j % MATMUL_PANEL) * b_cs;
+}
+
 /* m, n, k and the record's tile as rows [i_b, i_e) and columns [j_b, j_e), for every kernel. */
 #define MATMUL_SHAPE_AND_TILE                                                                      \
     const uint m = U(A_matmul_m), n = U(A_matmul_n), k = U(A_matmul_k);                            \
@@ -68,7 +76,7 @@ kernel void f32_matmul_rows(KANN_KERNEL_ARGS) {
     MATMUL_SHAPE_AND_TILE
     const uint bt = get_global_id(2);
     const uint a_rs = U(A_matmul_a_row_stride), a_cs = U(A_matmul_a_col_stride);
-    const uint b_rs = U(A_matmul_b_row_stride);
+    const uint b_rs = U(A_matmul_b_row_stride), b_ps = U(A_matmul_b_panel_stride);
     global const float *a = IN_REF(A_matmul_a) + (size_t)bt * U(A_matmul_a_batch_stride);
     global const float *b = IN_REF(A_matmul_b) + (size_t)bt * U(A_matmul_b_batch_stride);
 #if HAS_BIAS
@@ -99,7 +107,9 @@ kernel void f32_matmul_rows(KANN_KERNEL_ARGS) {
     global const float *a##r = a + (size_t)min(i0 + (r), i_e - 1) * a_rs;                          \
     VT acc##r##_0 = (VT)(0.0f), acc##r##_1 = (VT)(0.0f);
         FOR_M(DECL_ROW)
-        global const float *bp = b + j0;
+        /* each vector of columns lies in one panel of B (the host checks j_b % VW == 0) */
+        global const float *bp0 = b + matmul_b_col(j0, 1, b_ps);
+        global const float *bp1 = b + matmul_b_col(j0 + VW, 1, b_ps);
 #define FMA_ROW(r)                                                                                 \
     {                                                                                              \
         const VT av = (VT)(a##r[(size_t)kk * a_cs]);                                               \
@@ -108,15 +118,15 @@ kernel void f32_matmul_rows(KANN_KERNEL_ARGS) {
     }
         if (cols == 2 * VW) {
             for (uint kk = 0; kk < k; kk++) {
-                global const float *br = bp + (size_t)kk * b_rs;
-                const VT b0 = VLOAD(0, br), b1 = VLOAD(0, br + VW);
+                const size_t row = (size_t)kk * b_rs;
+                const VT b0 = VLOAD(0, bp0 + row), b1 = VLOAD(0, bp1 + row);
                 FOR_M(FMA_ROW)
             }
         } else { /* the tile's last columns: nothing past them is read */
             for (uint kk = 0; kk < k; kk++) {
-                global const float *br = bp + (size_t)kk * b_rs;
-                const VT b0 = hi0 == VW ? VLOAD(0, br) : load_part(br, 0, hi0);
-                const VT b1 = load_part(br + VW, 0, hi1);
+                const size_t row = (size_t)kk * b_rs;
+                const VT b0 = hi0 == VW ? VLOAD(0, bp0 + row) : load_part(bp0 + row, 0, hi0);
+                const VT b1 = load_part(bp1 + row, 0, hi1);
                 FOR_M(FMA_ROW)
             }
         }
@@ -141,8 +151,8 @@ kernel void f32_matmul(KANN_KERNEL_ARGS) {
     const uint b_rs = U(A_matmul_b_row_stride), b_cs = U(A_matmul_b_col_stride);
     global const float *a_row =
         IN_REF(A_matmul_a) + (size_t)bt * U(A_matmul_a_batch_stride) + (size_t)i * a_rs;
-    global const float *b_col =
-        IN_REF(A_matmul_b) + (size_t)bt * U(A_matmul_b_batch_stride) + (size_t)j * b_cs;
+    global const float *b_col = IN_REF(A_matmul_b) + (size_t)bt * U(A_matmul_b_batch_stride) +
+                                matmul_b_col(j, b_cs, U(A_matmul_b_panel_stride));
     float acc = 0.0f;
 #if DOT8
     float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f, s5 = 0.0f, s6 = 0.0f, s7 = 0.0f;

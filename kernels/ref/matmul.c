@@ -40,10 +40,11 @@ void kann_f32_matmul_ref(const void *args, const kann_exec *ex) {
     const float *residual =
         a->residual.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, a->residual);
     float *y = kann_mref(ex, a->y);
-    size_t k = a->k, a_cs = a->a_col_stride, b_rs = a->b_row_stride, b_cs = a->b_col_stride;
-    /* Rows of B contiguous: broadcast a[i][k] along a row of B (i-k-j order). Otherwise
-     * (typically B transposed, k contiguous) one dot product per output. */
-    int axpy = b_cs == 1;
+    size_t k = a->k, a_cs = a->a_col_stride, b_rs = a->b_row_stride;
+    /* Rows of B contiguous: broadcast a[i][k] along a row of B (i-k-j order), a run of
+     * side-by-side columns at a time. Otherwise (typically B transposed, k contiguous) one dot
+     * product per output. */
+    int axpy = a->b_col_stride == 1;
     float acc[MATMUL_CHUNK];
     for (size_t bt = 0; bt < a->batch; bt++) {
         for (size_t i = i_begin; i < i_end; i++) {
@@ -55,20 +56,24 @@ void kann_f32_matmul_ref(const void *args, const kann_exec *ex) {
                         acc[j] = 0.0f;
                 } else if (axpy) {
                     const float *a_row = am + bt * a->a_batch_stride + i * a->a_row_stride;
-                    const float *b_base = bm + bt * a->b_batch_stride + j0;
+                    const float *b_batch = bm + bt * a->b_batch_stride;
                     for (size_t j = 0; j < len; j++)
                         acc[j] = 0.0f;
-                    for (size_t kk = 0; kk < k; kk++) {
-                        float av = a_row[kk * a_cs];
-                        const float *br = b_base + kk * b_rs;
-                        for (size_t j = 0; j < len; j++)
-                            acc[j] += av * br[j];
+                    for (size_t j = 0, run; j < len; j += run) { /* columns side by side */
+                        run = kann_matmul_b_run(a, j0 + j, len - j);
+                        const float *b_base = b_batch + kann_matmul_b_col(a, j0 + j);
+                        for (size_t kk = 0; kk < k; kk++) {
+                            float av = a_row[kk * a_cs];
+                            const float *br = b_base + kk * b_rs;
+                            for (size_t t = 0; t < run; t++)
+                                acc[j + t] += av * br[t];
+                        }
                     }
                 } else {
                     const float *a_row = am + bt * a->a_batch_stride + i * a->a_row_stride;
                     const float *b_base = bm + bt * a->b_batch_stride;
                     for (size_t j = 0; j < len; j++)
-                        acc[j] = dot(a_row, a_cs, b_base + (j0 + j) * b_cs, b_rs, k);
+                        acc[j] = dot(a_row, a_cs, b_base + kann_matmul_b_col(a, j0 + j), b_rs, k);
                 }
                 float alpha = a->alpha, beta = a->beta;
                 for (size_t j = 0; j < len; j++)
@@ -102,8 +107,11 @@ kann_status kann_matmul_validate(const void *args, const kann_bounds *b, kann_er
         return s;
     uint32_t a_dims[3] = {a->batch, a->m, a->k};
     uint32_t a_strides[3] = {a->a_batch_stride, a->a_row_stride, a->a_col_stride};
-    uint32_t b_dims[3] = {a->batch, a->k, a->n};
-    uint32_t b_strides[3] = {a->b_batch_stride, a->b_row_stride, a->b_col_stride};
+    /* B in panels: every panel counts whole, the last one's padding included */
+    uint32_t panels = a->b_panel_stride ? (a->n + KANN_MATMUL_PANEL - 1) / KANN_MATMUL_PANEL : 1;
+    uint32_t b_dims[4] = {a->batch, a->k, panels, panels > 1 ? KANN_MATMUL_PANEL : a->n};
+    uint32_t b_strides[4] = {a->b_batch_stride, a->b_row_stride, a->b_panel_stride,
+                             a->b_col_stride};
     uint32_t bias_dims[2] = {a->m, a->n};
     uint32_t bias_strides[2] = {a->bias_row_stride, a->bias_col_stride};
     uint32_t y_dims[3] = {a->batch, a->m, a->n};
@@ -113,7 +121,7 @@ kann_status kann_matmul_validate(const void *args, const kann_bounds *b, kann_er
     if (a->k > 1 && a->a_col_stride == 0 && a->b_row_stride == 0)
         return kann_msg_set(err, KANN_E_CORRUPT, "matmul: both operands broadcast along k");
     if ((s = kann_check_strided(b, a->a, 3, a_dims, a_strides, 0, 0, "matmul a", err)) != KANN_OK ||
-        (s = kann_check_strided(b, a->b, 3, b_dims, b_strides, 0, 0, "matmul b", err)) != KANN_OK ||
+        (s = kann_check_strided(b, a->b, 4, b_dims, b_strides, 0, 0, "matmul b", err)) != KANN_OK ||
         (s = kann_check_strided(b, a->bias, 2, bias_dims, bias_strides, 0, 1, "matmul bias",
                                 err)) != KANN_OK ||
         (s = kann_check_dense(b, a->residual, y_dims, 3, 0, 1, "matmul residual", err)) !=

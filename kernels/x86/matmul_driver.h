@@ -49,7 +49,7 @@ static inline void mm_ahead_row(mm_ahead *p) {
 static mm_ahead mm_ahead_share(const kann_matmul_args *a, const float *next, size_t len, size_t i,
                                size_t n) {
     mm_ahead p = {0};
-    if (!next || (size_t)a->k * a->b_row_stride * sizeof(float) < MM_AHEAD_MIN_BYTES) return p;
+    if (!next || (size_t)a->k * a->n * sizeof(float) < MM_AHEAD_MIN_BYTES) return p;
     size_t k = a->k, r0 = i * k / n, r1 = (i + 1) * k / n;
     uintptr_t first = (uintptr_t)(next + r0 * a->b_row_stride);
     p.row = (const char *)(first & ~(uintptr_t)63);
@@ -221,27 +221,29 @@ void KANN_MATMUL_ENTRY(const void *args, const kann_exec *ex) {
         if (i_end - i_begin == 1) { /* one row: B streamed (gemv) */
             float sums[GEMV_CHUNK] __attribute__((aligned(ACC_ALIGN)));
             const float *a_row = am + bt * a->a_batch_stride + i_begin * a->a_row_stride;
-            for (size_t j0 = j_begin; j0 < j_end; j0 += GEMV_CHUNK) {
-                size_t len = j_end - j0 < GEMV_CHUNK ? j_end - j0 : GEMV_CHUNK;
+            for (size_t j0 = j_begin, len; j0 < j_end; j0 += len) {
+                len = kann_matmul_b_run(a, j0, j_end - j0 < GEMV_CHUNK ? j_end - j0 : GEMV_CHUNK);
                 size_t y_row = (bt * a->m + i_begin) * a->n + j0;
-                gemv(a, a_row, b_batch + j0, len, sums);
+                gemv(a, a_row, b_batch + kann_matmul_b_col(a, j0), len, sums);
                 finish_row(a, sums, len, i_begin, j0, bias, residual ? residual + y_row : NULL,
                            y + y_row);
             }
             continue;
         }
-        for (size_t j0 = j_begin; j0 < j_end; j0 += CHUNK) {
-            size_t len = j_end - j0 < CHUNK ? j_end - j0 : CHUNK;
+        for (size_t j0 = j_begin, len; j0 < j_end; j0 += len) {
+            len = kann_matmul_b_run(a, j0, j_end - j0 < CHUNK ? j_end - j0 : CHUNK);
             int narrow = len <= CHUNK / 2;
             size_t step = narrow ? NARROW_ROWS : ROWS;
-            size_t next_len = j_end - j0 - len < CHUNK ? j_end - j0 - len : CHUNK;
-            const float *next = next_len ? b_batch + j0 + len : NULL;
+            size_t next_len =
+                kann_matmul_b_run(a, j0 + len, j_end - j0 - len < CHUNK ? j_end - j0 - len : CHUNK);
+            const float *next = next_len ? b_batch + kann_matmul_b_col(a, j0 + len) : NULL;
+            const float *b_col = b_batch + kann_matmul_b_col(a, j0);
             size_t n_blocks = (i_end - i_begin + step - 1) / step;
             for (size_t i = i_begin; i < i_end; i += step) {
                 size_t rows = i_end - i < step ? i_end - i : step;
                 const float *a_blk = am + bt * a->a_batch_stride + i * a->a_row_stride;
                 mm_ahead pf = mm_ahead_share(a, next, next_len, (i - i_begin) / step, n_blocks);
-                run_block(a, a_blk, b_batch + j0, rows, narrow, len, acc, &pf);
+                run_block(a, a_blk, b_col, rows, narrow, len, acc, &pf);
                 for (size_t r = 0; r < rows; r++) {
                     size_t y_row = (bt * a->m + i + r) * a->n + j0;
                     finish_row(a, acc + r * CHUNK, len, i + r, j0, bias,

@@ -46,7 +46,7 @@ static const field_offset fields[] =
                                  FIELD(matmul, n) FIELD(matmul, k) FIELD(matmul, a_batch_stride) FIELD(
                                      matmul,
                                      a_row_stride) FIELD(matmul, a_col_stride)
-                                     FIELD(matmul, b_batch_stride) FIELD(matmul, b_row_stride) FIELD(matmul, b_col_stride) FIELD(
+                                     FIELD(matmul, b_batch_stride) FIELD(matmul, b_row_stride) FIELD(matmul, b_col_stride) FIELD(matmul, b_panel_stride) FIELD(
                                          matmul,
                                          bias_row_stride) FIELD(matmul, bias_col_stride)
                                          FIELD(matmul, alpha) FIELD(matmul, beta) ACT_FIELDS(matmul) FIELD(binary, a) FIELD(

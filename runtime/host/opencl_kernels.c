@@ -282,6 +282,7 @@ static void conv_shape_from_packed(const kann_conv2d_packed_args *a, conv_shape 
 /* multiply-adds (vector lanes) an f32_matmul_rows work-item does at least: as CONV_ITEM_FMAS */
 #define MATMUL_ITEM_FMAS ((size_t)1 << 16)
 #define MATMUL_ROWS_COLS 32 /* columns of a block (2 * VW) */
+_Static_assert(KANN_MATMUL_PANEL == 64 && KANN_MATMUL_PANEL % 16 == 0, "matmul.cl's MATMUL_PANEL");
 #define MATMUL_MIN_ITEMS 16 /* work-items enough to keep a CPU device's cores busy */
 #define MATMUL_FEW_ROWS 512
 
@@ -307,7 +308,10 @@ static void matmul_launch(const kann_matmul_args *a, cl_device_type type, kann_o
     int len =
         snprintf(l->options, sizeof l->options, "-DACT=%u -DHAS_BIAS=%d -DHAS_RES=%d", a->act.kind,
                  a->bias.space != KANN_SPACE_NONE, a->residual.space != KANN_SPACE_NONE);
-    if ((type & CL_DEVICE_TYPE_CPU) && a->b_col_stride == 1) {
+    /* f32_matmul_rows loads B's columns VW = 16 at a time from its tile's first: in panels,
+     * each load must lie in one panel */
+    if ((type & CL_DEVICE_TYPE_CPU) && a->b_col_stride == 1 &&
+        (!a->b_panel_stride || j_b % 16 == 0)) {
         /* blocks of mm rows x 32 columns, in bands of at least MATMUL_ITEM_FMAS */
         unsigned mm = matmul_block_rows(rows);
         size_t blocks = bands(rows, mm) * bands(cols, MATMUL_ROWS_COLS);

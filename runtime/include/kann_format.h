@@ -13,7 +13,7 @@
  * line-ending conversion, 0x1a stops a DOS `type`. Same idea as PNG's signature. */
 #define KANN_MAGIC "\x89KANN\r\n\x1a"
 #define KANN_MAGIC_SIZE 8
-#define KANN_FORMAT_MAJOR 1
+#define KANN_FORMAT_MAJOR 2
 #define KANN_FORMAT_MINOR 0
 #define KANN_PROBE_U32 0x01020304u /* reads 0x04030201 on a big-endian host */
 #define KANN_PROBE_F32 (-1.5f) /* 0xbfc00000: catches a non-IEEE float ABI */

@@ -473,6 +473,8 @@ def gemm_cases():
     yield gemm("gemm_both_trans_scalar_c", [6, 2], [7, 6], [], transA=1, transB=1)
     yield gemm("gemm_col_c_runtime_b", [4, 6], [6, 3], [4, 1], b_const=False)
     yield gemm("gemm_no_c", [2, 8], [8, 9], None)
+    # several rows, more than 64 columns: B^T copied to panels of 64 columns, the last ragged
+    yield gemm("gemm_transB_panels", [9, 33], [150, 33], [150], transB=1)
     def matmul(name, a_shape, b_shape, b_const):
         feeds = {"a": randn(r, *a_shape)}
         ins, inits = [vi("a", a_shape)], []
@@ -489,6 +491,8 @@ def gemm_cases():
     # ConvNeXt's channels-last linear layer: the batches of A one matrix of 35 rows
     yield matmul("matmul_rank4_rows_folded", [1, 5, 7, 40], [40, 70], True)
     yield matmul("matmul_vector", [4], [4, 3], True)
+    # constant B with a batch of its own, each batch in panels
+    yield matmul("matmul_batched_const_panels", [3, 5, 20], [3, 20, 130], True)
     def einsum(name, equation, *shapes, b_const=False):
         names = ["a", "b"][:len(shapes)]
         feeds = {nm: randn(r, *sh) for nm, sh in zip(names, shapes)}

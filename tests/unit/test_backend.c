@@ -809,13 +809,14 @@ static void test_schedule_whole_groups(void **state) {
         }
 }
 
-/* A constant B of a MatMul (also batched) or a Gemm (also transposed) is copied to rows an odd
- * count of cache lines apart, the padding never read: [5, K] x [K, N] for N below a line, on a
- * whole odd count, on an even one (N = 3072: 12 KiB rows, all in one L1 set) and past one by a
- * few columns; the product what a naive loop computes, on one and two streams. */
-static void test_lower_weight_rows(void **state) {
+/* A constant B of a MatMul (also batched) or a Gemm (also transposed) is copied: up to a panel
+ * wide (64 columns), to rows an odd count of cache lines apart, the padding never read (N below
+ * a line, on a whole odd count, on an even one); wider, to panels of 64 columns (N = 3072, 100
+ * and 130: whole panels and a ragged last one). The product is what a naive loop computes, on
+ * one and two streams. */
+static void test_lower_weight_layout(void **state) {
     (void)state;
-    enum { M = 5, K = 7, NMAX = 3072, BATCH = 2 };
+    enum { M = 5, K = 7, NMAX = 3072, BATCH = 2, FORMS = 6 };
     static float x[BATCH * M * K], w[BATCH * K * NMAX], y[BATCH * M * NMAX];
     static double want[BATCH * M * NMAX];
     unsigned seed = 3;
@@ -823,9 +824,10 @@ static void test_lower_weight_rows(void **state) {
         x[i] = frand(&seed);
     for (int i = 0; i < BATCH * K * NMAX; i++)
         w[i] = frand(&seed);
-    const uint32_t Ns[5] = {3, 48, 64, NMAX, 100};
-    const uint32_t ld[5] = {3, 48, 80, NMAX + 16, 112};
-    for (int ni = 0; ni < 5; ni++)
+    const uint32_t Ns[FORMS] = {3, 48, 64, NMAX, 100, 130};
+    const uint32_t ld[FORMS] = {3, 48, 80, 64, 64, 64};
+    const uint32_t panels[FORMS] = {0, 0, 0, NMAX / 64, 2, 3};
+    for (int ni = 0; ni < FORMS; ni++)
         for (int form = 0; form < 4; form++) { /* MatMul, batched MatMul, Gemm, Gemm transB */
             uint32_t N = Ns[ni];
             int batch = form == 1 ? BATCH : 1, gemm = form >= 2, tb = form == 3;
@@ -846,9 +848,13 @@ static void test_lower_weight_rows(void **state) {
                 schedule_merged(g, P, &prog, &sched, &d);
                 assert_int_equal(prog.n_calls, 1);
                 const kann_matmul_args *a = prog.calls[0].args;
+                uint32_t panel = panels[ni] ? K * 64 : 0;
                 assert_int_equal(a->b_row_stride, ld[ni]);
                 assert_int_equal(a->b_col_stride, 1);
-                assert_int_equal(a->b_batch_stride, batch > 1 ? (uint32_t)K * ld[ni] : 0);
+                assert_int_equal(a->b_panel_stride, panel);
+                assert_int_equal(a->b_batch_stride, batch == 1 ? 0
+                                                    : panel    ? panels[ni] * panel
+                                                               : K * ld[ni]);
                 for (int b = 0; b < batch; b++)
                     for (int i = 0; i < M; i++)
                         for (uint32_t j = 0; j < N; j++) {
@@ -1033,7 +1039,7 @@ int main(void) {
         cmocka_unit_test(test_schedule_summed_pointwise),
         cmocka_unit_test(test_schedule_summed_concat),
         cmocka_unit_test(test_schedule_whole_groups),
-        cmocka_unit_test(test_lower_weight_rows),
+        cmocka_unit_test(test_lower_weight_layout),
         cmocka_unit_test(test_plan_never_overlaps_live_buffers),
         cmocka_unit_test(test_lower_winograd_tiles),
         cmocka_unit_test(test_lower_reports_every_problem),

@@ -440,18 +440,22 @@ typedef struct matmul_case {
     uint32_t pad;                 /* extra elements per stored row: non-dense strides */
     int bias; /* 0 none, 1 full [m][n], 2 row vector, 3 column vector, 4 scalar */
     int residual;
+    int panels; /* b in panels of KANN_MATMUL_PANEL columns, as the compiler packs weights */
 } matmul_case;
 
 static const matmul_case matmul_table[] = {
-    /* batch m  n    k   ta tb ab bb pad bias res */
-    {1, 1, 1000, 512, 0, 1, 0, 0, 0, 2, 0}, /* fully connected, weights [n][k] */
-    {1, 1, 10, 512, 0, 0, 0, 0, 0, 2, 0},   /* fully connected, weights [k][n] */
-    {1, 7, 130, 9, 0, 0, 0, 0, 0, 1, 1},    /* columns span three chunks */
-    {3, 5, 6, 7, 1, 1, 0, 0, 2, 0, 1},      /* both transposed, padded rows */
-    {4, 3, 5, 2, 0, 0, 1, 0, 0, 3, 0},      /* a shared across the batch */
-    {2, 4, 4, 4, 0, 1, 0, 1, 1, 4, 1},      /* b shared, scalar bias */
-    {1, 3, 5, 0, 0, 0, 0, 0, 0, 1, 1},      /* empty reduction */
-    {1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+    /* batch m  n    k   ta tb ab bb pad bias res panels */
+    {1, 1, 1000, 512, 0, 1, 0, 0, 0, 2, 0, 0}, /* fully connected, weights [n][k] */
+    {1, 1, 10, 512, 0, 0, 0, 0, 0, 2, 0, 0},   /* fully connected, weights [k][n] */
+    {1, 7, 130, 9, 0, 0, 0, 0, 0, 1, 1, 0},    /* columns span three chunks */
+    {3, 5, 6, 7, 1, 1, 0, 0, 2, 0, 1, 0},      /* both transposed, padded rows */
+    {4, 3, 5, 2, 0, 0, 1, 0, 0, 3, 0, 0},      /* a shared across the batch */
+    {2, 4, 4, 4, 0, 1, 0, 1, 1, 4, 1, 0},      /* b shared, scalar bias */
+    {1, 3, 5, 0, 0, 0, 0, 0, 0, 1, 1, 0},      /* empty reduction */
+    {1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 7, 130, 9, 0, 0, 0, 0, 0, 1, 1, 1},  /* three panels, the last ragged */
+    {2, 3, 100, 5, 0, 1, 0, 1, 2, 2, 0, 1},  /* panels of columns of k, padded */
+    {1, 1, 200, 33, 0, 0, 0, 0, 3, 2, 0, 1}, /* one row over four panels */
 };
 
 static matmul_case random_matmul_case(void) {
@@ -467,6 +471,7 @@ static matmul_case random_matmul_case(void) {
     c.pad = PICK(0, 0, 1, 3);
     c.bias = rng_range(0, 4);
     c.residual = rng_range(0, 1);
+    c.panels = rng_range(0, 2) == 0;
     return c;
 }
 
@@ -485,15 +490,33 @@ static kann_ref put_matrix(uint32_t batch, uint32_t rows, uint32_t cols, int tra
     return r;
 }
 
+/* Lays out b [batch][k][n] in panels of KANN_MATMUL_PANEL columns: panel after panel, each its
+ * k rows (transposed: its columns) padded; returns its strides (batch, row, col, panel). */
+static kann_ref put_panels(uint32_t batch, uint32_t k, uint32_t n, int transposed, int broadcast,
+                           uint32_t pad, float **data, uint32_t strides[4]) {
+    uint32_t panels = (n + KANN_MATMUL_PANEL - 1) / KANN_MATMUL_PANEL;
+    uint32_t ld = (transposed ? k : KANN_MATMUL_PANEL) + pad;
+    strides[1] = transposed ? 1 : ld;
+    strides[2] = transposed ? ld : 1;
+    strides[3] = (transposed ? KANN_MATMUL_PANEL : k) * ld;
+    strides[0] = broadcast ? 0 : panels * strides[3];
+    size_t size = (size_t)(broadcast ? 1 : batch) * panels * strides[3];
+    return mem_put_random(random_input_space(), size ? size : 1, -1, 1, data);
+}
+
 static void run_matmul_case(const matmul_case *c, int case_index) {
     mem_reset();
     kann_matmul_args a = {0};
     float *am, *bm, *bias = NULL, *res = NULL, *y;
-    uint32_t as[3], bs[3];
+    uint32_t as[3], bs[4] = {0};
     a.a = put_matrix(c->batch, c->m, c->k, c->trans_a, c->a_broadcast, c->pad, &am, as);
-    a.b = put_matrix(c->batch, c->k, c->n, c->trans_b, c->b_broadcast, c->pad, &bm, bs);
+    if (c->panels)
+        a.b = put_panels(c->batch, c->k, c->n, c->trans_b, c->b_broadcast, c->pad, &bm, bs);
+    else
+        a.b = put_matrix(c->batch, c->k, c->n, c->trans_b, c->b_broadcast, c->pad, &bm, bs);
     a.a_batch_stride = as[0], a.a_row_stride = as[1], a.a_col_stride = as[2];
     a.b_batch_stride = bs[0], a.b_row_stride = bs[1], a.b_col_stride = bs[2];
+    a.b_panel_stride = bs[3];
     if (c->bias) {
         static const uint32_t shapes[5][2] = {{0, 0}, {1, 1}, {0, 1}, {1, 0}, {0, 0}};
         uint32_t rows = shapes[c->bias][0] ? c->m : 1, cols = shapes[c->bias][1] ? c->n : 1;
@@ -516,9 +539,10 @@ static void run_matmul_case(const matmul_case *c, int case_index) {
         for (size_t i = 0; i < c->m; i++)
             for (size_t j = 0; j < c->n; j++) {
                 double acc = 0;
+                size_t col = c->panels ? j / 64 * bs[3] + j % 64 * bs[2] : j * bs[2];
                 for (size_t k = 0; k < c->k; k++)
                     acc += (double)am[b * as[0] + i * as[1] + k * as[2]] *
-                           bm[b * bs[0] + k * bs[1] + j * bs[2]];
+                           bm[b * bs[0] + k * bs[1] + col];
                 acc *= a.alpha;
                 if (bias)
                     acc += (double)a.beta * bias[i * a.bias_row_stride + j * a.bias_col_stride];
@@ -1184,15 +1208,16 @@ static void build_matmul(void *args) {
     kann_matmul_args *a = args;
     float *p;
     *a = (kann_matmul_args){0};
-    a->batch = 2, a->m = 3, a->n = 4, a->k = 5;
+    a->batch = 2, a->m = 3, a->n = 70, a->k = 5;
     a->a_batch_stride = 15, a->a_row_stride = 5, a->a_col_stride = 1;
-    a->b_batch_stride = 0, a->b_row_stride = 1, a->b_col_stride = 5;
+    /* B^T in two panels of 64 columns [2][64][5], the second ragged */
+    a->b_batch_stride = 0, a->b_row_stride = 1, a->b_col_stride = 5, a->b_panel_stride = 320;
     a->bias_row_stride = 0, a->bias_col_stride = 1, a->alpha = 1, a->beta = 1;
     a->a = mem_put_random(KANN_SPACE_ARENA, 30, -1, 1, &p);
-    a->b = mem_put_random(KANN_SPACE_CONST, 20, -1, 1, &p);
-    a->bias = mem_put_random(KANN_SPACE_CONST, 4, -1, 1, &p);
-    a->residual = mem_put_random(KANN_SPACE_ARENA, 24, -1, 1, &p);
-    a->y = mem_put(KANN_SPACE_ARENA, 24, &p);
+    a->b = mem_put_random(KANN_SPACE_CONST, 640, -1, 1, &p);
+    a->bias = mem_put_random(KANN_SPACE_CONST, 70, -1, 1, &p);
+    a->residual = mem_put_random(KANN_SPACE_ARENA, 420, -1, 1, &p);
+    a->y = mem_put(KANN_SPACE_ARENA, 420, &p);
     a->tile = (kann_tile){0, 0, 3, 0};
 }
 
@@ -1398,6 +1423,7 @@ static const family_case families[] = {
        {P(kann_matmul_args, b_batch_stride, U32MAX), P(kann_matmul_args, batch, U32MAX),
         P(kann_matmul_args, b_col_stride, U32MAX), END}},
       {"k past the arena", {P(kann_matmul_args, k, 0x100000), END}},
+      {"b panels past the constants", {P(kann_matmul_args, b_panel_stride, 0x100000), END}},
       {"bias past the constants", {P(kann_matmul_args, bias_row_stride, 0x100000), END}},
       {"y dims overflow",
        {P(kann_matmul_args, m, U32MAX), P(kann_matmul_args, n, U32MAX),

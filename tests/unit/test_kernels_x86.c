@@ -1456,9 +1456,22 @@ static void expect_matmul_variants(kann_matmul_args a, size_t out, int axis) {
     }
 }
 
+/* B of a in panels of KANN_MATMUL_PANEL columns, rows row_stride floats apart in a panel and
+ * panels panel_pad floats past their rows, as the compiler lays out wide constant weights;
+ * returns B's size in floats. */
+static size_t matmul_panels(kann_matmul_args *a, uint32_t row_stride, uint32_t panel_pad) {
+    uint32_t panels = (a->n + KANN_MATMUL_PANEL - 1) / KANN_MATMUL_PANEL;
+    a->b_row_stride = row_stride;
+    a->b_col_stride = 1;
+    a->b_panel_stride = a->k * row_stride + panel_pad;
+    a->b_batch_stride = panels * a->b_panel_stride;
+    return (size_t)a->batch * a->b_batch_stride;
+}
+
 /* Shapes from the GEMV path (a few rows; a tile of one row streams B) to several row blocks,
  * with column counts that leave narrow chunks (at most half a chunk: blocks of twice the rows)
- * and ragged ones, and for a few rows more columns than one pass of the single-row path. */
+ * and ragged ones, and for a few rows more columns than one pass of the single-row path; B in
+ * rows or (a third of the shapes) in panels, the tiles cut anywhere, inside panels too. */
 static void test_matmul_random(void **state) {
     (void)state;
     rng_state = 5;
@@ -1466,9 +1479,9 @@ static void test_matmul_random(void **state) {
         uint32_t batch = rng_range(1, 2), m = rng_range(0, 1) ? rng_range(1, 5) : rng_range(6, 40),
                  n = m <= 2 && rng_range(0, 3) == 0 ? rng_range(1000, 9000) : rng_range(1, 150),
                  k = rng_range(0, 70);
-        int trans_b = rng_range(0, 3) == 0;
+        int trans_b = rng_range(0, 3) == 0, panels = !trans_b && rng_range(0, 2) == 0;
         size_t out = (size_t)batch * m * n;
-        arena_reset((size_t)batch * (m * k + k * n) + m * n + 4 * out + 256);
+        size_t b_size = (size_t)batch * k * n;
         kann_matmul_args a = {0};
         a.batch = batch;
         a.m = m;
@@ -1480,11 +1493,13 @@ static void test_matmul_random(void **state) {
         a.b_batch_stride = k * n;
         a.b_row_stride = trans_b ? 1 : n;
         a.b_col_stride = trans_b ? k : 1;
+        if (panels) b_size = matmul_panels(&a, 64 + 16 * rng_range(0, 1), 16 * rng_range(0, 1));
+        arena_reset((size_t)batch * m * k + b_size + m * n + 4 * out + 256);
         a.alpha = rng_range(0, 1) ? 1.0f : 0.5f;
         a.beta = 1.0f;
         a.act = random_act();
         a.a = alloc_ref((size_t)batch * m * k, 1);
-        a.b = alloc_ref((size_t)batch * k * n, 1);
+        a.b = alloc_ref(b_size, 1);
         kann_ref none = {0, 0, 0};
         uint32_t bias_kind = rng_range(0, 2); /* none, per column (Gemm C [n]), full [m][n] */
         a.bias = bias_kind ? alloc_ref((size_t)m * n, 1) : none;
@@ -1495,17 +1510,16 @@ static void test_matmul_random(void **state) {
     }
 }
 
-/* Weights past what stays in L2 (2.5 MB), in rows padded past their columns as the compiler
- * lays constant weights out: the blocks prefetch the next chunk's rows on the way (each
- * chunk's share ending where the rows do), 13 rows (two blocks and a block of one), ragged
- * last chunks, cut along rows or columns anywhere. */
+/* Weights past what stays in L2 (2.5 MB), in rows padded past their columns or in panels, as
+ * the compiler lays constant weights out: the blocks prefetch the next chunk's rows on the way
+ * (each chunk's share ending where the rows do), 13 rows (two blocks and a block of one),
+ * ragged last chunks, cut along rows or columns anywhere. */
 static void test_matmul_large_weights(void **state) {
     (void)state;
     rng_state = 9;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 8; i++) {
         uint32_t m = 13, k = 600 + (uint32_t)i, n = 1000 - 7 * (uint32_t)i, ld = 1040;
         size_t out = (size_t)m * n;
-        arena_reset((size_t)m * k + (size_t)k * ld + 2 * out + 256);
         kann_matmul_args a = {0};
         a.batch = 1;
         a.m = m;
@@ -1515,11 +1529,13 @@ static void test_matmul_large_weights(void **state) {
         a.a_col_stride = 1;
         a.b_row_stride = ld;
         a.b_col_stride = 1;
+        size_t b_size = i < 4 ? (size_t)k * ld : matmul_panels(&a, 64, 0);
+        arena_reset((size_t)m * k + b_size + 2 * out + 256);
         a.alpha = 1.0f;
         a.beta = 1.0f;
         a.act = random_act();
         a.a = alloc_ref((size_t)m * k, 1);
-        a.b = alloc_ref((size_t)k * ld, 1);
+        a.b = alloc_ref(b_size, 1);
         expect_matmul_variants(a, out, i % 2);
     }
 }

@@ -1,8 +1,8 @@
 /* The OpenCL f32_matmul kernels, in both kernel styles, against the reference kernel on random
- * shapes: the CPU style's blocks of 1, 2, 4 or 8 rows x 32 columns (rows of B contiguous) with
- * ragged last blocks, and the one-output-per-work-item kernel (B transposed: the 8-way dot
- * product, or any strides); batches, tiles of rows and of columns, A and B transposed, bias
- * broadcast along rows, columns or both, residual and every activation (PoCL in CI). Skipped
+ * shapes: the CPU style's blocks of 1, 2, 4 or 8 rows x 32 columns (rows of B contiguous, or
+ * panels) with ragged last blocks, and the one-output-per-work-item kernel (B transposed: the
+ * 8-way dot product, or any strides); batches, tiles of rows and of columns, A and B transposed,
+ * bias broadcast along rows, columns or both, residual and every activation (PoCL in CI). Skipped
  * without an OpenCL device. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,8 +18,10 @@
 #define CASES 24
 
 /* B's layouts: rows contiguous ([K][N], the CPU style's f32_matmul_rows), transposed ([N][K],
- * the dot product) or both strides past 1 (a column of a wider matrix). */
-enum { B_ROWS, B_TRANSPOSED, B_STRIDED, B_KINDS };
+ * the dot product), both strides past 1 (a column of a wider matrix) or panels of 64 columns
+ * ([N / 64][K][64], rows padded to 80: wide constant weights; f32_matmul_rows where the tile
+ * begins on a vector of columns, one output per work-item otherwise). */
+enum { B_ROWS, B_TRANSPOSED, B_STRIDED, B_PANELS, B_KINDS };
 
 static void matmul_case(uint64_t seed, int b_kind, uint32_t max_m, uint32_t max_n, uint32_t max_k) {
     kt k;
@@ -39,6 +41,12 @@ static void matmul_case(uint64_t seed, int b_kind, uint32_t max_m, uint32_t max_
     a.b_row_stride = b_kind == B_ROWS ? a.n : b_kind == B_TRANSPOSED ? 1 : a.n * wide;
     a.b_col_stride = b_kind == B_ROWS ? 1 : b_kind == B_TRANSPOSED ? a.k : wide;
     a.b_batch_stride = a.k * a.n * wide + kt_range(&k, 0, 5);
+    if (b_kind == B_PANELS) {
+        a.b_row_stride = KANN_MATMUL_PANEL + 16;
+        a.b_col_stride = 1;
+        a.b_panel_stride = a.k * a.b_row_stride + kt_range(&k, 0, 5);
+        a.b_batch_stride = (a.n + KANN_MATMUL_PANEL - 1) / KANN_MATMUL_PANEL * a.b_panel_stride;
+    }
     a.a = kt_input_f32(&k, (size_t)a.batch * a.a_batch_stride, -1.0f, 1.0f);
     a.b = kt_input_f32(&k, (size_t)a.batch * a.b_batch_stride, -1.0f, 1.0f);
     a.alpha = kt_float(&k, 0.5f, 1.5f);
