@@ -89,7 +89,13 @@ int kc_lower_reduce(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     } else if (kc_reduce_axes_of(g, id, xv->rank, reduced, &noop, d)) {
         return 1;
     }
-    uint32_t count = (uint32_t)kc_value_numel(kc_val(g, y));
+    int64_t outputs = kc_value_numel(kc_val(g, y));
+    if (outputs < 0 || outputs > UINT32_MAX / 4) {
+        kc_error_node(d, g, id, "output '%s' has an unknown shape or is too large",
+                      kc_val(g, y)->name);
+        return 1;
+    }
+    uint32_t count = (uint32_t)outputs;
     if (count == 0) return 0; /* nothing to compute */
     if (noop) {
         kc_add_copy(g, p, id, x, 0, y, 0, 1, count, count, count);
@@ -99,8 +105,15 @@ int kc_lower_reduce(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     kann_reduce_args *a = c->args;
     a->op = kind;
     a->select_last = arg && kc_attr_int(n, "select_last_index", 0) != 0;
-    /* ArgMax/ArgMin reduce one dim: it stays a run of its own, its stride the index step. */
-    split_dims(xv, reduced, a);
+    /* ArgMax/ArgMin reduce one dim: it stays a run of its own, its stride the index step. An
+     * empty reduction (x has no elements, y some) reads nothing of x, whose other dims may be
+     * past any stride: y's elements in one run, each reducing a run of none. */
+    if (kc_value_numel(xv) > 0) {
+        split_dims(xv, reduced, a);
+    } else {
+        a->out_rank = a->red_rank = 1;
+        a->out_dims[0] = count;
+    }
     kc_bind(c, offsetof(kann_reduce_args, x), x, 0, 0);
     kc_bind(c, offsetof(kann_reduce_args, y), y, 0, 1);
     /* Enough output elements per tile that tiles stay worth a record. */

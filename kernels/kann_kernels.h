@@ -87,13 +87,14 @@ typedef struct kann_conv2d_args {
 } kann_conv2d_args;
 
 /* matmul: for every batch b, row i < m, column j < n:
- *   y[b][i][j] = act(alpha * sum_k a[b][i][k] * bm[b][k][j] + beta * bias[i][j] +
- * residual[b][i][j]) with a[b][i][k] at a + b*a_batch_stride + i*a_row_stride + k*a_col_stride
- * (likewise b and bias; a zero stride broadcasts). y and residual are dense [batch][m][n]. B's
- * columns: with b_panel_stride 0, column j at j*b_col_stride; otherwise in panels of
- * KANN_MATMUL_PANEL columns, column j at (j / KANN_MATMUL_PANEL)*b_panel_stride +
- * (j % KANN_MATMUL_PANEL)*b_col_stride (constant weights packed [panel][k][64], each panel one
- * sequential stream).
+ *   y[b][i][j] = act(alpha * sum_k a[b][i][k] * bm[b][k][j]
+ *                    + beta * bias[i][j] + residual[b][i][j])
+ * with a[b][i][k] at a + b*a_batch_stride + i*a_row_stride + k*a_col_stride (likewise bias; a
+ * zero stride broadcasts). y and residual are dense [batch][m][n].
+ * bm[b][k][j] at b + b*b_batch_stride + k*b_row_stride + col(j), where col(j) = j*b_col_stride
+ * with b_panel_stride 0, and otherwise B's columns lie in panels of KANN_MATMUL_PANEL:
+ * col(j) = (j / 64)*b_panel_stride + (j % 64)*b_col_stride (constant weights packed
+ * [panel][k][64], each panel one sequential stream; kann_matmul_b_col).
  * Covers Gemm (transA/transB via strides, C via bias strides) and MatMul.
  * Tile axes: 0 = rows i, 1 = columns j (both apply to every batch). */
 #define KANN_MATMUL_PANEL 64

@@ -13,10 +13,10 @@
 
 /* The rows of the next column chunk of B that one block prefetches while it runs, one row's
  * lines every few of its steps, the blocks of a chunk sharing them evenly. A chunk is CHUNK
- * columns of every row, rows b_row_stride floats apart, which the hardware prefetchers do not
- * follow; inside a network a layer's weights come from L3 or memory, and the first block of
- * every chunk waited on them. One thread, alternated runs: vit_b_16 (330 MB of weights) min
- * 277-288 -> 270-273 ms, convnext_tiny 78-85 -> 76-77. */
+ * columns of every row, rows b_row_stride floats apart (B in rows: 1-12 KiB), which the
+ * hardware prefetchers do not follow; inside a network a layer's weights come from L3 or
+ * memory, and the first block of every chunk waited on them. One thread, alternated runs: vit_b_16
+ * (330 MB of weights) min 277-288 -> 270-273 ms, convnext_tiny 78-85 -> 76-77. */
 typedef struct mm_ahead {
     const char *row; /* the next row's first byte */
     size_t stride;   /* bytes from a row to the next */
