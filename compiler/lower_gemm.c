@@ -44,20 +44,18 @@ static weight_layout weight_layout_of(uint32_t batch, uint32_t M, uint32_t K, ui
     return l;
 }
 
-/* Whether constant B of N columns, rows rs floats apart (transposed: 1), gains from a copy. */
-static int weight_copied(kc_graph *g, int B, uint32_t M, uint32_t K, uint32_t N, size_t rs) {
-    weight_layout l = weight_layout_of(1, M, K, N);
-    return kc_is_const(g, B) && kc_val(g, B)->data &&
-           (rs != N || l.panel_stride || l.row_stride != N);
-}
-
 /* A copy of constant B's batches [batch][K][N] (element (b, k, j) at b * bs + k * rs + j * cs
- * of B) in layout l, the padding zero. */
-static int weight_copy(kc_graph *g, int B, uint32_t batch, uint32_t K, uint32_t N, size_t bs,
-                       size_t rs, size_t cs, const weight_layout *l) {
+ * of B) in the layout weight_layout_of gives for a product of M rows, the padding zero, where
+ * that is not B's own rows (rs = N): *B becomes the copy and *l its layout. Returns 0 with B
+ * unchanged where no copy is made. */
+static int weight_copy(kc_graph *g, int *B, uint32_t batch, uint32_t M, uint32_t K, uint32_t N,
+                       size_t bs, size_t rs, size_t cs, weight_layout *l) {
+    const kc_value *bv = kc_val(g, *B);
+    *l = weight_layout_of(batch, M, K, N);
+    if (!kc_is_const(g, *B) || !bv->data || (rs == N && !l->panel_stride && l->row_stride == N))
+        return 0;
     float *out = calloc(l->size + 1, sizeof(float));
     if (!out) abort();
-    const kc_value *bv = kc_val(g, B);
     const float *src = bv->data;
     for (size_t b = 0; b < batch; b++)
         for (size_t k = 0; k < K; k++)
@@ -67,11 +65,11 @@ static int weight_copy(kc_graph *g, int B, uint32_t batch, uint32_t K, uint32_t 
                                             : k * l->row_stride + j;
                 out[b * l->batch_stride + at] = src[b * bs + k * rs + j * cs];
             }
-    int64_t dims[2] = {(int64_t)l->size};
-    int v = kc_new_const_f32(
-        g, kc_sprintf(g, "%s.%s", bv->name, l->panel_stride ? "panels" : "rows"), 1, dims, out);
+    int64_t dims[1] = {(int64_t)l->size};
+    *B = kc_new_const_f32(g, kc_sprintf(g, "%s.%s", bv->name, l->panel_stride ? "panels" : "rows"),
+                          1, dims, out);
     free(out);
-    return v;
+    return 1;
 }
 
 int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
@@ -92,9 +90,8 @@ int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     /* A constant B (B^T too) is copied so the kernel's inner loop over columns is dense and
      * its rows come in order (weight_layout_of). */
     uint32_t b_rs = tb ? 1 : N, b_ps = 0;
-    if (weight_copied(g, B, M, K, N, tb ? 1 : N)) {
-        weight_layout l = weight_layout_of(1, M, K, N);
-        B = weight_copy(g, B, 1, K, N, 0, tb ? 1 : N, tb ? K : 1, &l);
+    weight_layout l;
+    if (weight_copy(g, &B, 1, M, K, N, 0, tb ? 1 : N, tb ? K : 1, &l)) {
         b_rs = l.row_stride;
         b_ps = l.panel_stride;
         tb = 0;
@@ -174,9 +171,8 @@ int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     }
     uint32_t b_rs = N, b_ps = 0;
     size_t b_bs = (size_t)K * N;
-    if (weight_copied(g, B, M, K, N, N)) {
-        weight_layout l = weight_layout_of((uint32_t)batch_b, M, K, N);
-        B = weight_copy(g, B, (uint32_t)batch_b, K, N, (size_t)K * N, N, 1, &l);
+    weight_layout l;
+    if (weight_copy(g, &B, (uint32_t)batch_b, M, K, N, (size_t)K * N, N, 1, &l)) {
         b_rs = l.row_stride;
         b_ps = l.panel_stride;
         b_bs = l.batch_stride;

@@ -282,7 +282,7 @@ static void conv_shape_from_packed(const kann_conv2d_packed_args *a, conv_shape 
 /* multiply-adds (vector lanes) an f32_matmul_rows work-item does at least: as CONV_ITEM_FMAS */
 #define MATMUL_ITEM_FMAS ((size_t)1 << 16)
 #define MATMUL_ROWS_COLS 32 /* columns of a block (2 * VW) */
-_Static_assert(KANN_MATMUL_PANEL == 64 && KANN_MATMUL_PANEL % 16 == 0, "matmul.cl's MATMUL_PANEL");
+_Static_assert(KANN_MATMUL_PANEL == 64, "matmul.cl's MATMUL_PANEL");
 #define MATMUL_MIN_ITEMS 16 /* work-items enough to keep a CPU device's cores busy */
 #define MATMUL_FEW_ROWS 512
 
