@@ -61,6 +61,18 @@ typedef struct kc_call {
 
 enum { KC_FUSE_NONE, KC_FUSE_LANES, KC_FUSE_ALL };
 
+/* How a conv lowers, where the cost model has a choice (kann-c --tune measures them): its
+ * choice (AUTO), the packed GEMM kernel (conv2d_packed), Winograd F(2x2, 3x3) or F(4x4, 3x3)
+ * (3x3 stride-1 convs), or output channels in the lanes (f32_pointwise_lanes: 1x1 convs). */
+typedef enum kc_pick {
+    KC_PICK_AUTO,
+    KC_PICK_PACKED,
+    KC_PICK_WINO_F2,
+    KC_PICK_WINO_F4,
+    KC_PICK_LANES,
+    KC_PICK_COUNT
+} kc_pick;
+
 typedef struct kc_program {
     kc_call *calls;
     int n_calls, cap_calls;
@@ -78,6 +90,15 @@ typedef struct kc_program {
     /* Whether 1x1 convs over small maps stay conv2d_packed calls (kann-c --target opencl: its
      * GEMM kernel) instead of f32_pointwise_lanes (0, the default; see lanes_pays). */
     int keep_pointwise;
+    /* Per graph node (n_pick_nodes of them; NULL: all KC_PICK_AUTO), the lowering asked of
+     * its conv; where a pick does not apply to a conv (Winograd for a 1x1 one) the cost model
+     * chooses. */
+    const uint8_t *picks;
+    int n_pick_nodes;
+    /* When non-NULL (n_pick_nodes entries, zeroed by the caller): per node, bit 1 << k for
+     * every pick k its conv could take, and the pick it took in picked. */
+    uint16_t *pick_options;
+    uint8_t *picked;
     /* After kc_schedule_merge_phases on two streams or more (else NULL: one call per phase,
      * or one stream): the first and last call of each call's phase. Calls of one phase run at
      * the same time on different streams, so the memory plan keeps a value alive from the

@@ -85,12 +85,40 @@ static uint64_t winograd_tiles2(const kann_conv2d_args *c2) {
  * (split along output channels; the block of 16 tiles does not split). */
 #define KANN_WINO_MIN_TILES 16
 
-/* Winograd pays where the GEMMs over channels are long enough and fill at least one vector of
- * tiles (docs/performance.md). */
-static int winograd_pays(const kann_conv2d_args *c2) {
+/* ---- kann-c --tune: the lowering a node asks for, and what it could take ---------------- */
+
+static kc_pick pick_of(const kc_program *p, int id) {
+    return p->picks && id >= 0 && id < p->n_pick_nodes ? (kc_pick)p->picks[id] : KC_PICK_AUTO;
+}
+
+/* Node id's conv could take the picks of the mask options and took `made`. */
+static void note_pick(kc_program *p, int id, unsigned options, kc_pick made) {
+    if (!p->pick_options || id < 0 || id >= p->n_pick_nodes) return;
+    p->pick_options[id] |= (uint16_t)options;
+    p->picked[id] = (uint8_t)made;
+}
+
+#define PICK_BIT(k) (1u << (k))
+
+/* Convs Winograd computes: 3x3 stride 1, undilated, with GEMMs over channels long enough for
+ * its kernels' 12 x 16 tile (the image stems, a few input channels, stay on the direct path). */
+static int winograd_shape(const kann_conv2d_args *c2) {
     return c2->k_h == 3 && c2->k_w == 3 && c2->stride_h == 1 && c2->stride_w == 1 &&
-           c2->dil_h == 1 && c2->dil_w == 1 && c2->c_in >= 16 && c2->c_out >= 16 &&
-           winograd_tiles2(c2) >= KANN_WINO_MIN_TILES;
+           c2->dil_h == 1 && c2->dil_w == 1 && c2->c_in >= 16 && c2->c_out >= 16;
+}
+
+/* Winograd pays where its shape fits and the tiles fill at least one vector (docs/performance.md);
+ * a --tune pick decides instead where it names a way. */
+static int winograd_chosen(kc_program *p, int id, const kann_conv2d_args *c2) {
+    if (!winograd_shape(c2)) return 0;
+    kc_pick k = pick_of(p, id);
+    int wino = k == KC_PICK_WINO_F2 || k == KC_PICK_WINO_F4 ||
+               (k != KC_PICK_PACKED && winograd_tiles2(c2) >= KANN_WINO_MIN_TILES);
+    if (!wino)
+        note_pick(p, id,
+                  PICK_BIT(KC_PICK_PACKED) | PICK_BIT(KC_PICK_WINO_F2) | PICK_BIT(KC_PICK_WINO_F4),
+                  KC_PICK_PACKED);
+    return wino;
 }
 
 /* Transformed F(4x4, 3x3) weights up to this size a stream are taken to stay in cache. Inside a
@@ -168,7 +196,13 @@ static int pack_winograd_weights(kc_graph *g, int w, uint32_t c_out, uint32_t c_
 static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
-    kann_wino_transform t = winograd_transform(c2, p->streams);
+    kc_pick k = pick_of(p, id);
+    kann_wino_transform t = k == KC_PICK_WINO_F2   ? KANN_WINO_F2X2
+                            : k == KC_PICK_WINO_F4 ? KANN_WINO_F4X4
+                                                   : winograd_transform(c2, p->streams);
+    note_pick(p, id,
+              PICK_BIT(KC_PICK_PACKED) | PICK_BIT(KC_PICK_WINO_F2) | PICK_BIT(KC_PICK_WINO_F4),
+              t == KANN_WINO_F4X4 ? KC_PICK_WINO_F4 : KC_PICK_WINO_F2);
     int u = pack_winograd_weights(g, w, c2->c_out, c2->c_in, t);
     kann_conv2d_winograd_args args = {0}, *a = &args;
     a->transform = t;
@@ -243,10 +277,16 @@ static kc_call *packed_call(kc_graph *g, kc_program *p, int id, const kann_conv2
  * the reduction is long against the map. One thread, mobilenet_v2 inside the network: 960 -> 160
  * on 7x7 66 -> 61 us, 160 -> 960 72 -> 67, 384 -> 64 on 14x14 40.5 -> 38.5; but 96 -> 576 on
  * 14x14 89 -> 97 (and alone 64 -> 384 on 14x14 41 -> 42, 32 -> 192 on 28x28 41 -> 47). */
-static int lanes_pays(const kc_program *p, const kann_conv2d_packed_args *a) {
+static int lanes_pays(kc_program *p, int id, const kann_conv2d_packed_args *a) {
+    if (p->keep_pointwise || !kann_conv2d_packed_pointwise(a) || a->c_out < 16) return 0;
     uint64_t hw = (uint64_t)a->h_out * a->w_out;
-    return !p->keep_pointwise && kann_conv2d_packed_pointwise(a) && a->c_out >= 16 &&
-           ((hw <= 64 && a->c_in >= 64) || (hw <= 256 && a->c_in >= 128));
+    kc_pick k = pick_of(p, id);
+    int lanes =
+        k == KC_PICK_LANES ||
+        (k != KC_PICK_PACKED && ((hw <= 64 && a->c_in >= 64) || (hw <= 256 && a->c_in >= 128)));
+    note_pick(p, id, PICK_BIT(KC_PICK_PACKED) | PICK_BIT(KC_PICK_LANES),
+              lanes ? KC_PICK_LANES : KC_PICK_PACKED);
+    return lanes;
 }
 
 /* A pointwise_lanes call of conv a over x, the weights' columns [k0, k0 + a->c_in) of W [c_out]
@@ -448,7 +488,7 @@ static int lower_summed(kc_graph *g, kc_program *p, int id, const kann_conv2d_pa
             args.act.kind = KANN_ACT_NONE;
             int part = partial_value(g, y, s * KC_MAX_CHANNEL_WRITERS + k++, (int64_t)count);
             kc_call *c;
-            if (lanes_pays(p, &args)) {
+            if (lanes_pays(p, id, &args)) {
                 c = lanes_call(g, p, id, &args, x, (int64_t)k0 * hw * fl, w, a->c_in, k0, bias,
                                prev >= 0 ? prev : res, part);
             } else {
@@ -671,7 +711,7 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
             y_group = (int64_t)a->c_out * hw * fl;
     if (groups == 1 && kann_conv2d_packed_pointwise(a) && lower_summed(g, p, id, a, x, w, b, y))
         return;
-    if (groups == 1 && lanes_pays(p, a)) {
+    if (groups == 1 && lanes_pays(p, id, a)) {
         lanes_call(g, p, id, a, x, 0, w, K, 0, b, n->epi.residual, y);
         return;
     }
@@ -1097,7 +1137,7 @@ int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
         return 0;
     }
     if (a->n == 1 && a->group == 1 && kc_is_const(g, w)) {
-        if (winograd_pays(a))
+        if (winograd_chosen(p, id, a))
             lower_winograd(g, p, id, a);
         else
             lower_packed(g, p, id, a, d);

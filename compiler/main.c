@@ -10,6 +10,7 @@
 #include "lower.h"
 #include "passes.h"
 #include "text.h"
+#include "tune.h"
 
 enum exit_code {
     EXIT_OK = 0,
@@ -32,6 +33,7 @@ typedef struct options {
     int print; /* --print: the model as text on stdout, no compile */
     const char *save_onnx; /* --save-onnx FILE: the model as protobuf, no compile */
     int emit_c; /* --emit c */
+    int tune;   /* --tune */
     const char *c_prefix, *c_weights_blob;
     char cmdline[1024];
 } options;
@@ -69,6 +71,11 @@ static void usage(FILE *out) {
             "                             one record, band by band: a smaller arena (its inner\n"
             "                             maps never stored whole), about the same speed on a\n"
             "                             CPU, slower on OpenCL devices (docs/performance.md)\n"
+            "  --tune                     measure, on this machine's CPU, the ways each conv\n"
+            "                             could lower (packed GEMM, Winograd F(2x2) or F(4x4),\n"
+            "                             channels in the lanes) and keep the fastest where\n"
+            "                             it beats the cost model's choice by 5 %% (a few\n"
+            "                             seconds more; docs/performance.md)\n"
             "  -q, --quiet                no compile summary or notes\n"
             "  -h, --help                 this help\n"
             "  --version                  print the version\n"
@@ -177,6 +184,8 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if ((t = TAKE("--save-onnx"))) {
             if (t < 0) goto missing;
             o->save_onnx = val;
+        } else if (!strcmp(a, "--tune")) {
+            o->tune = 1;
         } else if (!strcmp(a, "--fuse-blocks")) {
             o->fuse_blocks = 1;
         } else if ((t = TAKE("--target"))) {
@@ -251,6 +260,11 @@ static int parse_args(int argc, char **argv, options *o) {
         fprintf(stderr, "kann-c: error: option '%s' needs a value\n", a);
         return -1;
 #undef TAKE
+    }
+    if (o->tune && !strcmp(o->target, "opencl")) {
+        fprintf(stderr, "kann-c: error: --tune measures this machine's CPU kernels; it does not "
+                        "tune for --target opencl\n");
+        return -1;
     }
     if ((o->c_prefix || o->c_weights_blob) && !o->emit_c) {
         fprintf(stderr, "kann-c: error: --c-prefix and --c-weights-blob need --emit c\n");
@@ -345,6 +359,158 @@ static void summary(const options *o, const kc_graph *g, const kc_stats *st, con
     printf("  memory:   arena %s, weights %s (%d tensors)\n", arena, weights, plan->n_consts);
 }
 
+/* One compile of the model, import to memory plan. */
+typedef struct build {
+    kc_graph *g;
+    kc_stats st;
+    kc_program prog;
+    kc_schedule sched;
+    kc_plan plan;
+    /* with --tune's bookkeeping: per node, the ways its conv could lower and the one it took */
+    uint16_t *pick_options;
+    uint8_t *picked;
+} build;
+
+static void build_free(build *b) {
+    kc_schedule_free(&b->sched);
+    kc_program_free(&b->prog);
+    kc_graph_free(b->g);
+    free(b->pick_options);
+    free(b->picked);
+    memset(b, 0, sizeof *b);
+}
+
+/* Compiles o->input into b, the convs lowered as picks asks (n_picks entries, one per node;
+ * NULL: the cost model's choices), noting the choices made where note_picks. Returns an exit
+ * code; b is freed by the caller either way. */
+static int compile(const options *o, build *b, const uint8_t *picks, int n_picks, int note_picks,
+                   kc_diag *d) {
+    memset(b, 0, sizeof *b);
+    b->g = kc_graph_new();
+    kc_graph *g = b->g;
+    kc_program *prog = &b->prog;
+    if (kc_import_model_file(g, o->input, d, &b->st)) return EXIT_IO;
+    if (after("import", g, o, d) || kc_check_supported(g, d)) return EXIT_REJECTED;
+    if (kc_pass_shapes_constants(g, o->bindings, o->n_bindings, d, &b->st) ||
+        after("shapes", g, o, d))
+        return EXIT_REJECTED;
+    if (kc_pass_simplify(g, d, &b->st) || after("simplify", g, o, d)) return EXIT_REJECTED;
+    if (kc_pass_fold_bn(g, d, &b->st) || after("fold", g, o, d)) return EXIT_REJECTED;
+    if (kc_pass_fuse(g, d, &b->st) || after("fuse", g, o, d)) return EXIT_REJECTED;
+    prog->streams = o->cores;
+    prog->fuse_blocks = o->fuse_blocks                 ? KC_FUSE_ALL
+                        : !strcmp(o->target, "opencl") ? KC_FUSE_NONE
+                                                       : KC_FUSE_LANES;
+    prog->keep_heads = !strcmp(o->target, "opencl");
+    prog->keep_pointwise = prog->keep_heads;
+    if (picks && n_picks != g->n_nodes) {
+        kc_error(d, "internal error: --tune's choices are for another graph");
+        return EXIT_REJECTED;
+    }
+    prog->picks = picks;
+    prog->n_pick_nodes = g->n_nodes;
+    if (note_picks) {
+        b->pick_options = calloc((size_t)g->n_nodes + 1, sizeof *b->pick_options);
+        b->picked = calloc((size_t)g->n_nodes + 1, 1);
+        if (!b->pick_options || !b->picked) abort();
+        prog->pick_options = b->pick_options;
+        prog->picked = b->picked;
+    }
+    if (kc_lower(g, prog, d)) return EXIT_REJECTED;
+    if (kc_schedule_program(g, prog, o->cores, &b->sched, d)) return EXIT_REJECTED;
+    kc_schedule_merge_phases(g, prog, &b->sched);
+    kc_schedule_trim_scratch(g, prog, &b->sched);
+    if (kc_plan_memory(g, prog, &b->plan, d)) return EXIT_REJECTED;
+    if (over_memory_limit(o, "an arena", b->plan.arena_size, d) |
+        over_memory_limit(o, "weights", b->plan.const_size, d))
+        return EXIT_REJECTED;
+    return EXIT_OK;
+}
+
+/* Seconds --tune spends timing the candidates (their compiles come on top). */
+#define TUNE_BUDGET_S 3.0
+
+/* --tune: *picks (one per node, or NULL where nothing was measured) from the candidates'
+ * times (tune.h). The compiles it makes print nothing: the final compile reports the model's
+ * errors and notes once. */
+static int tune(const options *o, uint8_t **picks, int *n_picks, kc_diag *d) {
+    options quiet = *o;
+    quiet.dump_after = NULL;
+    kc_diag silent;
+    kc_diag_init(&silent, o->input, d->out);
+    silent.silent = 1;
+    *picks = NULL;
+    *n_picks = 0;
+    kc_tune_candidate c[KC_PICK_COUNT];
+    int n = 0, n_nodes = 0, code = EXIT_OK;
+    uint16_t *ways = NULL;
+    build first = {0}; /* the cost model's compile, kept for its nodes' names */
+    memset(c, 0, sizeof c);
+    /* candidate 0: the cost model's choices; then every other way some conv could take */
+    for (int k = KC_PICK_AUTO; k < KC_PICK_COUNT; k++) {
+        int useful = k == KC_PICK_AUTO;
+        for (int node = 0; node < n_nodes && !useful; node++)
+            useful = __builtin_popcount(ways[node]) > 1 && (ways[node] >> k & 1) &&
+                     c[0].picked[node] != k;
+        if (!useful) continue;
+        uint8_t *ask = NULL;
+        if (k != KC_PICK_AUTO) {
+            ask = malloc((size_t)n_nodes + 1);
+            if (!ask) abort();
+            memset(ask, k, (size_t)n_nodes);
+        }
+        build b;
+        int r = compile(&quiet, &b, ask, n_nodes, 1, &silent);
+        free(ask);
+        kc_emit_options eo = {o->input, "", o->cmdline, o->target};
+        if (r == EXIT_OK && kc_build_model(b.g, &b.prog, &b.sched, &b.plan, &eo, &c[n].bytes,
+                                           &c[n].size, &silent) == 0) {
+            c[n].node_of_record = kc_tune_record_nodes(&b.prog, &b.sched, &c[n].n_records);
+            c[n].ask = (kc_pick)k;
+            c[n].picked = b.picked;
+            b.picked = NULL;
+            if (k == KC_PICK_AUTO) {
+                n_nodes = b.g->n_nodes;
+                ways = b.pick_options;
+                first = b;
+                b.g = NULL;
+            }
+            n++;
+        }
+        if (b.g) build_free(&b);
+        if (n == 0) break; /* the model does not compile: the final compile says why */
+    }
+    if (n > 1) {
+        double *ms = malloc(sizeof(double) * (size_t)n * (size_t)n_nodes);
+        *picks = calloc((size_t)n_nodes + 1, 1);
+        if (!ms || !*picks) abort();
+        if (!o->quiet) printf("kann-c: --tune: timing %d ways of lowering its convs\n", n);
+        int runs = kc_tune_measure(c, n, n_nodes, TUNE_BUDGET_S, ms, d);
+        if (runs == 0) {
+            code = EXIT_REJECTED;
+        } else {
+            if (!o->quiet)
+                printf(
+                    "  medians of %d runs, one thread, ms (' the cost model's choice, * kept):\n",
+                    runs);
+            int changed =
+                kc_tune_choose(first.g, c, n, ways, n_nodes, ms, *picks, o->quiet ? NULL : stdout);
+            if (!o->quiet) printf("  %d conv%s changed\n", changed, changed == 1 ? "" : "s");
+        }
+        *n_picks = n_nodes;
+        free(ms);
+    } else if (n == 1 && !o->quiet) {
+        printf("kann-c: --tune: no conv here has more than one way to lower\n");
+    }
+    for (int i = 0; i < n; i++) {
+        free(c[i].bytes);
+        free(c[i].node_of_record);
+        free(c[i].picked);
+    }
+    build_free(&first);
+    return code;
+}
+
 int main(int argc, char **argv) {
     options o;
     if (parse_args(argc, argv, &o)) {
@@ -354,12 +520,9 @@ int main(int argc, char **argv) {
     kc_diag d;
     kc_diag_init(&d, o.input, stderr);
     d.quiet = o.quiet; /* -q: no summary and no notes; warnings and errors stay */
-    kc_stats st = {0};
-    kc_program prog = {0};
-    kc_schedule sched = {0};
-    kc_plan plan = {0};
-    kc_graph *g = kc_graph_new();
-    int code = EXIT_REJECTED;
+    build b = {0};
+    uint8_t *picks = NULL;
+    int n_picks = 0, code = EXIT_REJECTED;
 
     if (o.print || o.save_onnx) { /* conversions: no compile */
         int r = o.print ? kc_text_print_file(o.input, stdout, &d)
@@ -367,49 +530,26 @@ int main(int argc, char **argv) {
         code = r == 0 ? EXIT_OK : r > 0 ? EXIT_REJECTED : EXIT_IO;
         goto done;
     }
-    if (kc_import_model_file(g, o.input, &d, &st)) {
-        code = EXIT_IO;
-        goto done;
-    }
-    if (after("import", g, &o, &d) || kc_check_supported(g, &d)) goto done;
-    if (kc_pass_shapes_constants(g, o.bindings, o.n_bindings, &d, &st) || after("shapes", g, &o, &d))
-        goto done;
-    if (kc_pass_simplify(g, &d, &st) || after("simplify", g, &o, &d)) goto done;
-    if (kc_pass_fold_bn(g, &d, &st) || after("fold", g, &o, &d)) goto done;
-    if (kc_pass_fuse(g, &d, &st) || after("fuse", g, &o, &d)) goto done;
-    prog.streams = o.cores;
-    prog.fuse_blocks = o.fuse_blocks                 ? KC_FUSE_ALL
-                       : !strcmp(o.target, "opencl") ? KC_FUSE_NONE
-                                                     : KC_FUSE_LANES;
-    prog.keep_heads = !strcmp(o.target, "opencl");
-    prog.keep_pointwise = prog.keep_heads;
-    if (kc_lower(g, &prog, &d)) goto done;
-    if (kc_schedule_program(g, &prog, o.cores, &sched, &d)) goto done;
-    kc_schedule_merge_phases(g, &prog, &sched);
-    kc_schedule_trim_scratch(g, &prog, &sched);
-    if (kc_plan_memory(g, &prog, &plan, &d)) goto done;
-    if (over_memory_limit(&o, "an arena", plan.arena_size, &d) |
-        over_memory_limit(&o, "weights", plan.const_size, &d))
-        goto done;
+    if (o.tune && (code = tune(&o, &picks, &n_picks, &d)) != EXIT_OK) goto done;
+    if ((code = compile(&o, &b, picks, n_picks, 0, &d)) != EXIT_OK) goto done;
 
     char hash[32];
     hash_file(o.input, hash, sizeof hash);
     kc_emit_options eo = {o.input, hash, o.cmdline, o.target};
     kc_emit_c_options co = {o.c_prefix, o.c_weights_blob};
-    int emitted = o.emit_c ? kc_emit_c(g, &prog, &sched, &plan, o.output, &eo, &co, &d)
-                           : kc_emit_model(g, &prog, &sched, &plan, o.output, &eo, &d);
+    int emitted = o.emit_c ? kc_emit_c(b.g, &b.prog, &b.sched, &b.plan, o.output, &eo, &co, &d)
+                           : kc_emit_model(b.g, &b.prog, &b.sched, &b.plan, o.output, &eo, &d);
     if (emitted) {
         code = emitted < 0 ? EXIT_IO : EXIT_REJECTED;
         goto done;
     }
-    if (!o.quiet) summary(&o, g, &st, &prog, &sched, &plan);
+    if (!o.quiet) summary(&o, b.g, &b.st, &b.prog, &b.sched, &b.plan);
     code = EXIT_OK;
 done:
     if (code != EXIT_OK)
         fprintf(stderr, "kann-c: %d error%s; no output written\n", d.n_errors, d.n_errors == 1 ? "" : "s");
-    kc_schedule_free(&sched);
-    kc_program_free(&prog);
-    kc_graph_free(g);
+    build_free(&b);
+    free(picks);
     for (int i = 0; i < o.n_bindings; i++) free((void *)o.bindings[i].name);
     return code;
 }

@@ -932,6 +932,90 @@ static void test_plan_never_overlaps_live_buffers(void **state) {
 }
 
 /* Lowering reports every node it cannot run, each by name, in one run. */
+/* The kernel of node id's calls, pad2d left out: all of one kernel (else -1). */
+static int node_kernel(const kc_program *p, int id) {
+    int kernel = -1;
+    for (int i = 0; i < p->n_calls; i++)
+        if (p->calls[i].node == id && p->calls[i].kernel != KANN_KERNEL_F32_PAD2D) {
+            if (kernel >= 0 && p->calls[i].kernel != kernel) return -1;
+            kernel = p->calls[i].kernel;
+        }
+    return kernel;
+}
+
+/* kann-c --tune's picks (kc_program.picks): a 3x3 conv over a 7x7 map (the cost model: Winograd
+ * F(2x2)) and the 1x1 conv after it (32 channels: conv2d_packed) each lower as asked where the
+ * pick applies to them, the cost model choosing where it does not; the lowering notes what each
+ * could take and what it took; every way computes what the cost model's does, on one stream
+ * and on two. */
+static void test_lower_picks(void **state) {
+    (void)state;
+    enum { C = 32, N = 7 };
+    static float w1[C * C * 9], w2[C * C], x[C * N * N], y[KC_PICK_COUNT][2][C * N * N];
+    unsigned seed = 13;
+    for (int i = 0; i < C * N * N; i++)
+        x[i] = frand(&seed);
+    /* per pick asked of every conv: what the 3x3 conv and the 1x1 conv take */
+    static const kc_pick took3[KC_PICK_COUNT] = {KC_PICK_WINO_F2, KC_PICK_PACKED, KC_PICK_WINO_F2,
+                                                 KC_PICK_WINO_F4, KC_PICK_WINO_F2};
+    static const kc_pick took1[KC_PICK_COUNT] = {KC_PICK_PACKED, KC_PICK_PACKED, KC_PICK_PACKED,
+                                                 KC_PICK_PACKED, KC_PICK_LANES};
+    for (int k = 0; k < KC_PICK_COUNT; k++)
+        for (int P = 1; P <= 2; P++) {
+            kc_graph *g = graph_opset13();
+            int in = pg_input(g, pg_value(g, "x", 4, 1, C, N, N)), mid = kc_add_value(g, "mid"),
+                out = kc_add_value(g, "y");
+            add_conv(g, in, mid, C, C, 3, 1, w1);
+            int conv3 = g->n_nodes - 1;
+            add_conv(g, mid, out, C, C, 1, 1, w2);
+            int conv1 = g->n_nodes - 1;
+            pg_output(g, out);
+            uint8_t *ask = calloc((size_t)g->n_nodes, 1);
+            uint16_t *ways = calloc((size_t)g->n_nodes, sizeof *ways);
+            uint8_t *took = calloc((size_t)g->n_nodes, 1);
+            memset(ask, k, (size_t)g->n_nodes);
+            kc_diag d;
+            kc_diag_init(&d, "net", stderr);
+            kc_stats st = {0};
+            kc_program prog;
+            memset(&prog, 0, sizeof prog);
+            prog.streams = P;
+            prog.picks = ask;
+            prog.n_pick_nodes = g->n_nodes;
+            prog.pick_options = ways;
+            prog.picked = took;
+            assert_int_equal(middle(g, &d, &st), 0);
+            assert_int_equal(kc_lower(g, &prog, &d), 0);
+            assert_int_equal(ways[conv3],
+                             1u << KC_PICK_PACKED | 1u << KC_PICK_WINO_F2 | 1u << KC_PICK_WINO_F4);
+            assert_int_equal(ways[conv1], 1u << KC_PICK_PACKED | 1u << KC_PICK_LANES);
+            assert_int_equal(took[conv3], took3[k]);
+            assert_int_equal(node_kernel(&prog, conv3), took3[k] == KC_PICK_PACKED
+                                                            ? KANN_KERNEL_F32_CONV2D_PACKED
+                                                            : KANN_KERNEL_F32_CONV2D_WINOGRAD);
+            for (int i = 0; i < prog.n_calls; i++)
+                if (prog.calls[i].kernel == KANN_KERNEL_F32_CONV2D_WINOGRAD)
+                    assert_int_equal(
+                        ((const kann_conv2d_winograd_args *)prog.calls[i].args)->transform,
+                        took3[k] == KC_PICK_WINO_F4 ? KANN_WINO_F4X4 : KANN_WINO_F2X2);
+            if (P == 1) { /* on two streams the 1x1 conv may run as partial sums */
+                assert_int_equal(took[conv1], took1[k]);
+                assert_int_equal(node_kernel(&prog, conv1), took1[k] == KC_PICK_LANES
+                                                                ? KANN_KERNEL_F32_POINTWISE_LANES
+                                                                : KANN_KERNEL_F32_CONV2D_PACKED);
+            }
+            kc_schedule sched = {0};
+            assert_int_equal(kc_schedule_program(g, &prog, P, &sched, &d), 0);
+            kc_schedule_merge_phases(g, &prog, &sched);
+            kc_schedule_trim_scratch(g, &prog, &sched);
+            plan_run_check(g, &prog, &sched, &d, P, x, sizeof x, y[k][P - 1], C * N * N,
+                           k == 0 && P == 1 ? NULL : y[0][0]);
+            free(ask);
+            free(ways);
+            free(took);
+        }
+}
+
 /* A 3x3 stride-1 conv of 32 channels (padding 1) goes through Winograd from one full vector of
  * F(2x2) tiles (16: a 7x7 map) and stays direct below (a 6x6 map's 9); F(4x4) only from 32
  * F(2x2) tiles (an 11x11 map's 36; a 10x10 map's 9 tiles of F(4x4) would fill half a vector).
@@ -1042,6 +1126,7 @@ int main(void) {
         cmocka_unit_test(test_lower_weight_layout),
         cmocka_unit_test(test_plan_never_overlaps_live_buffers),
         cmocka_unit_test(test_lower_winograd_tiles),
+        cmocka_unit_test(test_lower_picks),
         cmocka_unit_test(test_lower_reports_every_problem),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
