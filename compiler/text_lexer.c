@@ -33,6 +33,8 @@ static void source_line(const kc_text_lexer *lx, int line, const char **start, s
 void kc_text_error_at(kc_text_lexer *lx, int line, int col, const char *fmt, ...) {
     if (lx->failed) return;
     lx->failed = 1;
+    if (lx->d) lx->d->n_errors++;
+    if (lx->d && lx->d->silent) return;
     FILE *out = lx->d && lx->d->out ? lx->d->out : stderr;
     fprintf(out, "%s:%d:%d: error: ", lx->path, line, col);
     va_list ap;
@@ -51,7 +53,6 @@ void kc_text_error_at(kc_text_lexer *lx, int line, int col, const char *fmt, ...
     for (int i = 0; i + 1 < col && (size_t)i < n; i++)
         fputc(s[i] == '\t' ? '\t' : ' ', out);
     fputs("^\n", out);
-    if (lx->d) lx->d->n_errors++;
 }
 
 void kc_text_describe(const kc_text_token *t, char *buf, size_t size) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The robustness runs (docs/robustness.md), each a separate build beside the normal one:
-#   scripts/sanitize.sh asan [BUILD_DIR]      unit tests (and the quick robustness e2e tests)
-#                                             built with ASan+UBSan by gcc, default build-asan
+#   scripts/sanitize.sh asan [BUILD_DIR]      unit tests (and the quick robustness e2e tests,
+#                                             and kann-c --tune's) built with ASan+UBSan by
+#                                             gcc, default build-asan
 #   scripts/sanitize.sh valgrind [BUILD_DIR]  the unit tests of an existing normal build
 #                                             (default build) under valgrind memcheck, but
 #                                             those matching $KANN_VALGRIND_EXCLUDE (opencl)
@@ -36,7 +37,7 @@ run_asan() {
         ctest --output-on-failure -R '^test_opencl_executor$')
     (cd "$build" &&
         ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --output-on-failure -R 'e2e_test_(cli_errors|robustness)')
+        ctest --output-on-failure -R 'e2e_test_(cli_errors|robustness|tune)')
 }
 
 run_valgrind() {
