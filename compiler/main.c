@@ -484,7 +484,7 @@ static int tune(const options *o, uint8_t **picks, int *n_picks, kc_diag *d) {
         double *ms = malloc(sizeof(double) * (size_t)n * (size_t)n_nodes);
         *picks = calloc((size_t)n_nodes + 1, 1);
         if (!ms || !*picks) abort();
-        if (!o->quiet) printf("kann-c: --tune: timing %d ways of lowering its convs\n", n);
+        if (!o->quiet) printf("kann-c: --tune: timing the model lowered %d ways\n", n);
         int runs = kc_tune_measure(c, n, n_nodes, TUNE_BUDGET_S, ms, d);
         if (runs == 0) {
             code = EXIT_REJECTED;

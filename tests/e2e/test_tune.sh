@@ -19,7 +19,7 @@ import re, sys
 import onnx
 log = open(sys.argv[1]).read().splitlines()
 convs = {n.name for n in onnx.load(sys.argv[2]).graph.node if n.op_type == "Conv"}
-assert log[0].startswith("kann-c: --tune: timing "), log[0]
+assert log[0].startswith("kann-c: --tune: timing the model lowered "), log[0]
 assert "medians of" in log[1], log[1]
 rows, changed = [], None
 for line in log[2:]:
