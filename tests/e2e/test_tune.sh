@@ -3,8 +3,8 @@
 # choice for, one line each with one kept way, counts the convs it changed, and the tuned model
 # still matches the reference output within 1e-4; on the sample CNN too (against ONNX Runtime
 # when it is installed); a model without convs is compiled as without --tune; --tune refuses
-# --target opencl (usage error), and a model that does not compile fails as it would untuned,
-# its errors said once, writing nothing. Skipped (77) when the shared models are absent.
+# --target opencl (usage error) and an ISA this CPU does not run (rejected), and a model that
+# does not compile fails as it would untuned, its errors said once, writing nothing. Skipped (77) when the shared models are absent.
 set -euo pipefail
 dir=${KANN_MODELS_DIR:-$KANN_SOURCE_DIR/../shared/models}
 [ -f "$dir/squeezenet1_1.onnx" ] || { echo "no shared models in '$dir': skipped"; exit 77; }
@@ -105,6 +105,12 @@ set +e
 rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q "does not tune for --target opencl" "$work/err.txt" || { echo "opencl: rc $rc"; status=1; }
+set +e
+KANN_ISA=vax "$KANN_C" "$work/sample_cnn.onnx" -o "$work/x.bin" --tune > /dev/null 2> "$work/err.txt"
+rc=$?
+set -e
+[ "$rc" = 1 ] && [ ! -e "$work/x.bin" ] && grep -q "KANN_ISA=vax is not an ISA this CPU runs" "$work/err.txt" ||
+    { echo "KANN_ISA=vax: rc $rc"; status=1; }
 printf 'bad' > "$work/bad.onnx"
 set +e
 "$KANN_C" "$work/bad.onnx" -o "$work/bad.bin" --tune 2> "$work/err.txt"
