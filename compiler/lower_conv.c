@@ -99,6 +99,9 @@ static void note_pick(kc_program *p, int id, unsigned options, kc_pick made) {
 }
 
 #define PICK_BIT(k) (1u << (k))
+/* The ways of a conv Winograd computes, and of a pointwise conv over a small map. */
+#define WINO_WAYS (PICK_BIT(KC_PICK_PACKED) | PICK_BIT(KC_PICK_WINO_F2) | PICK_BIT(KC_PICK_WINO_F4))
+#define LANES_WAYS (PICK_BIT(KC_PICK_PACKED) | PICK_BIT(KC_PICK_LANES))
 
 /* Convs Winograd computes: 3x3 stride 1, undilated, with GEMMs over channels long enough for
  * its kernels' 12 x 16 tile (the image stems, a few input channels, stay on the direct path). */
@@ -114,10 +117,7 @@ static int winograd_chosen(kc_program *p, int id, const kann_conv2d_args *c2) {
     kc_pick k = pick_of(p, id);
     int wino = k == KC_PICK_WINO_F2 || k == KC_PICK_WINO_F4 ||
                (k != KC_PICK_PACKED && winograd_tiles2(c2) >= KANN_WINO_MIN_TILES);
-    if (!wino)
-        note_pick(p, id,
-                  PICK_BIT(KC_PICK_PACKED) | PICK_BIT(KC_PICK_WINO_F2) | PICK_BIT(KC_PICK_WINO_F4),
-                  KC_PICK_PACKED);
+    if (!wino) note_pick(p, id, WINO_WAYS, KC_PICK_PACKED);
     return wino;
 }
 
@@ -200,9 +200,7 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
     kann_wino_transform t = k == KC_PICK_WINO_F2   ? KANN_WINO_F2X2
                             : k == KC_PICK_WINO_F4 ? KANN_WINO_F4X4
                                                    : winograd_transform(c2, p->streams);
-    note_pick(p, id,
-              PICK_BIT(KC_PICK_PACKED) | PICK_BIT(KC_PICK_WINO_F2) | PICK_BIT(KC_PICK_WINO_F4),
-              t == KANN_WINO_F4X4 ? KC_PICK_WINO_F4 : KC_PICK_WINO_F2);
+    note_pick(p, id, WINO_WAYS, t == KANN_WINO_F4X4 ? KC_PICK_WINO_F4 : KC_PICK_WINO_F2);
     int u = pack_winograd_weights(g, w, c2->c_out, c2->c_in, t);
     kann_conv2d_winograd_args args = {0}, *a = &args;
     a->transform = t;
@@ -284,8 +282,7 @@ static int lanes_pays(kc_program *p, int id, const kann_conv2d_packed_args *a) {
     int lanes =
         k == KC_PICK_LANES ||
         (k != KC_PICK_PACKED && ((hw <= 64 && a->c_in >= 64) || (hw <= 256 && a->c_in >= 128)));
-    note_pick(p, id, PICK_BIT(KC_PICK_PACKED) | PICK_BIT(KC_PICK_LANES),
-              lanes ? KC_PICK_LANES : KC_PICK_PACKED);
+    note_pick(p, id, LANES_WAYS, lanes ? KC_PICK_LANES : KC_PICK_PACKED);
     return lanes;
 }
 

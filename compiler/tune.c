@@ -3,7 +3,6 @@
  * round, so that a burst in which the host slows the core falls on all of them alike; a node's
  * time is the median over the rounds. */
 #define _POSIX_C_SOURCE 200809L
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

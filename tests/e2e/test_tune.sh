@@ -4,7 +4,8 @@
 # still matches the reference output within 1e-4; on the sample CNN too (against ONNX Runtime
 # when it is installed); a model without convs is compiled as without --tune; --tune refuses
 # --target opencl (usage error) and an ISA this CPU does not run (rejected), and a model that
-# does not compile fails as it would untuned, its errors said once, writing nothing. Skipped (77) when the shared models are absent.
+# does not compile fails as it would untuned, its errors said once, writing nothing. Skipped
+# (77) when the shared models are absent.
 set -euo pipefail
 dir=${KANN_MODELS_DIR:-$KANN_SOURCE_DIR/../shared/models}
 [ -f "$dir/squeezenet1_1.onnx" ] || { echo "no shared models in '$dir': skipped"; exit 77; }
