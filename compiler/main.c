@@ -74,8 +74,9 @@ static void usage(FILE *out) {
             "  --tune                     measure, on this machine's CPU, the ways each conv\n"
             "                             could lower (packed GEMM, Winograd F(2x2) or F(4x4),\n"
             "                             channels in the lanes) and keep the fastest where\n"
-            "                             it beats the cost model's choice by 5 %% (a few\n"
-            "                             seconds more; docs/performance.md)\n"
+            "                             it beats the cost model's choice by 5 %%, if the\n"
+            "                             whole model then runs faster (a few seconds more;\n"
+            "                             docs/performance.md)\n"
             "  -q, --quiet                no compile summary or notes\n"
             "  -h, --help                 this help\n"
             "  --version                  print the version\n"
@@ -427,65 +428,99 @@ static int compile(const options *o, build *b, const uint8_t *picks, int n_picks
     return EXIT_OK;
 }
 
-/* Seconds --tune spends timing the candidates (their compiles come on top). */
+/* Seconds --tune spends timing the candidates, and then the whole model tuned against the cost
+ * model's (their compiles come on top). */
 #define TUNE_BUDGET_S 3.0
+#define TUNE_CHECK_S 1.5
+
+/* Compiles the candidate that asks picks of its nodes (NULL: the cost model's choices) into c,
+ * printing nothing; the build itself into *keep where keep is non-NULL, else freed. Returns 0,
+ * or 1 where the model does not compile. */
+static int tune_candidate(const options *o, const uint8_t *picks, int n_picks, kc_pick ask,
+                          kc_tune_candidate *c, build *keep) {
+    options quiet = *o;
+    quiet.dump_after = NULL;
+    kc_diag silent;
+    kc_diag_init(&silent, o->input, stderr);
+    silent.silent = 1;
+    build b;
+    kc_emit_options eo = {o->input, "", o->cmdline, o->target};
+    int failed =
+        compile(&quiet, &b, picks, n_picks, 1, &silent) != EXIT_OK ||
+        kc_build_model(b.g, &b.prog, &b.sched, &b.plan, &eo, &c->bytes, &c->size, &silent) != 0;
+    if (!failed) {
+        c->node_of_record = kc_tune_record_nodes(&b.prog, &b.sched, &c->n_records);
+        c->ask = ask;
+        c->picked = b.picked;
+        b.picked = NULL;
+    }
+    if (keep && !failed)
+        *keep = b;
+    else
+        build_free(&b);
+    return failed;
+}
+
+static void tune_candidate_free(kc_tune_candidate *c) {
+    free(c->bytes);
+    free(c->node_of_record);
+    free(c->picked);
+}
+
+/* The tuned picks against the cost model's choices (candidate auto), the whole model timed as
+ * the nodes were: they stand where it measures faster, else *picks is cleared. */
+static int tune_check(const options *o, const kc_tune_candidate *auto_c, uint8_t *picks,
+                      int n_nodes, kc_diag *d) {
+    kc_tune_candidate c[2] = {*auto_c, {0}};
+    if (tune_candidate(o, picks, n_nodes, KC_PICK_AUTO, &c[1], NULL)) {
+        memset(picks, 0, (size_t)n_nodes);
+        return EXIT_OK;
+    }
+    double *ms = malloc(sizeof(double) * 2 * (size_t)n_nodes + 1), total[2];
+    if (!ms) abort();
+    int runs = kc_tune_measure(c, 2, n_nodes, TUNE_CHECK_S, ms, total, d);
+    free(ms);
+    tune_candidate_free(&c[1]);
+    if (runs == 0) return EXIT_REJECTED;
+    int keep = total[1] < total[0];
+    if (!keep) memset(picks, 0, (size_t)n_nodes);
+    if (!o->quiet)
+        printf("  the whole model, %d runs: %.3f ms as the cost model chose, %.3f tuned: %s\n",
+               runs, total[0], total[1], keep ? "tuned" : "the cost model's kept");
+    return EXIT_OK;
+}
 
 /* --tune: *picks (one per node, or NULL where nothing was measured) from the candidates'
  * times (tune.h). The compiles it makes print nothing: the final compile reports the model's
  * errors and notes once. */
 static int tune(const options *o, uint8_t **picks, int *n_picks, kc_diag *d) {
-    options quiet = *o;
-    quiet.dump_after = NULL;
-    kc_diag silent;
-    kc_diag_init(&silent, o->input, d->out);
-    silent.silent = 1;
     *picks = NULL;
     *n_picks = 0;
     kc_tune_candidate c[KC_PICK_COUNT];
-    int n = 0, n_nodes = 0, code = EXIT_OK;
-    uint16_t *ways = NULL;
-    build first = {0}; /* the cost model's compile, kept for its nodes' names */
     memset(c, 0, sizeof c);
-    /* candidate 0: the cost model's choices; then every other way some conv could take */
-    for (int k = KC_PICK_AUTO; k < KC_PICK_COUNT; k++) {
-        int useful = k == KC_PICK_AUTO;
+    build first; /* the cost model's compile: its nodes' names, the ways each conv could take */
+    if (tune_candidate(o, NULL, 0, KC_PICK_AUTO, &c[0], &first))
+        return EXIT_OK; /* the model does not compile: the final compile says why */
+    int n = 1, n_nodes = first.g->n_nodes, code = EXIT_OK;
+    const uint16_t *ways = first.pick_options;
+    uint8_t *ask = malloc((size_t)n_nodes + 1);
+    if (!ask) abort();
+    /* every other way some conv could take, asked of every conv */
+    for (int k = KC_PICK_AUTO + 1; k < KC_PICK_COUNT; k++) {
+        int useful = 0;
         for (int node = 0; node < n_nodes && !useful; node++)
             useful = __builtin_popcount(ways[node]) > 1 && (ways[node] >> k & 1) &&
                      c[0].picked[node] != k;
-        if (!useful) continue;
-        uint8_t *ask = NULL;
-        if (k != KC_PICK_AUTO) {
-            ask = malloc((size_t)n_nodes + 1);
-            if (!ask) abort();
-            memset(ask, k, (size_t)n_nodes);
-        }
-        build b;
-        int r = compile(&quiet, &b, ask, n_nodes, 1, &silent);
-        free(ask);
-        kc_emit_options eo = {o->input, "", o->cmdline, o->target};
-        if (r == EXIT_OK && kc_build_model(b.g, &b.prog, &b.sched, &b.plan, &eo, &c[n].bytes,
-                                           &c[n].size, &silent) == 0) {
-            c[n].node_of_record = kc_tune_record_nodes(&b.prog, &b.sched, &c[n].n_records);
-            c[n].ask = (kc_pick)k;
-            c[n].picked = b.picked;
-            b.picked = NULL;
-            if (k == KC_PICK_AUTO) {
-                n_nodes = b.g->n_nodes;
-                ways = b.pick_options;
-                first = b;
-                b.g = NULL;
-            }
-            n++;
-        }
-        if (b.g) build_free(&b);
-        if (n == 0) break; /* the model does not compile: the final compile says why */
+        memset(ask, k, (size_t)n_nodes);
+        if (useful && !tune_candidate(o, ask, n_nodes, (kc_pick)k, &c[n], NULL)) n++;
     }
+    free(ask);
     if (n > 1) {
         double *ms = malloc(sizeof(double) * (size_t)n * (size_t)n_nodes);
         *picks = calloc((size_t)n_nodes + 1, 1);
         if (!ms || !*picks) abort();
         if (!o->quiet) printf("kann-c: --tune: timing the model lowered %d ways\n", n);
-        int runs = kc_tune_measure(c, n, n_nodes, TUNE_BUDGET_S, ms, d);
+        int runs = kc_tune_measure(c, n, n_nodes, TUNE_BUDGET_S, ms, NULL, d);
         if (runs == 0) {
             code = EXIT_REJECTED;
         } else {
@@ -496,17 +531,15 @@ static int tune(const options *o, uint8_t **picks, int *n_picks, kc_diag *d) {
             int changed =
                 kc_tune_choose(first.g, c, n, ways, n_nodes, ms, *picks, o->quiet ? NULL : stdout);
             if (!o->quiet) printf("  %d conv%s changed\n", changed, changed == 1 ? "" : "s");
+            if (changed) code = tune_check(o, &c[0], *picks, n_nodes, d);
         }
         *n_picks = n_nodes;
         free(ms);
-    } else if (n == 1 && !o->quiet) {
+    } else if (!o->quiet) {
         printf("kann-c: --tune: no conv here has more than one way to lower\n");
     }
-    for (int i = 0; i < n; i++) {
-        free(c[i].bytes);
-        free(c[i].node_of_record);
-        free(c[i].picked);
-    }
+    for (int i = 0; i < n; i++)
+        tune_candidate_free(&c[i]);
     build_free(&first);
     return code;
 }

@@ -165,12 +165,12 @@ static double walk(tune_run *t, int n_nodes, double *round) {
 #define TUNE_WARMUP 2
 
 int kc_tune_measure(const kc_tune_candidate *c, int n_candidates, int n_nodes, double budget_s,
-                    double *ms, kc_diag *d) {
+                    double *ms, double *total_ms, kc_diag *d) {
     tune_run *runs = calloc((size_t)n_candidates, sizeof *runs);
     double *round = malloc(sizeof(double) * (size_t)(n_nodes ? n_nodes : 1));
-    /* times[(c * n_nodes + node) * KC_TUNE_MAX_RUNS + run] */
-    double *times =
-        malloc(sizeof(double) * (size_t)n_candidates * (size_t)n_nodes * KC_TUNE_MAX_RUNS);
+    /* times[(c * (n_nodes + 1) + node) * KC_TUNE_MAX_RUNS + run], node n_nodes the total */
+    size_t rows = (size_t)n_nodes + 1;
+    double *times = malloc(sizeof(double) * (size_t)n_candidates * rows * KC_TUNE_MAX_RUNS);
     if (!runs || !round || !times) abort();
     int opened = 0, n_runs = 0;
     for (; opened < n_candidates; opened++)
@@ -191,15 +191,22 @@ int kc_tune_measure(const kc_tune_candidate *c, int n_candidates, int n_nodes, d
     for (; n_runs < want; n_runs++)
         for (int i = 0; i < n_candidates; i++) {
             walk(&runs[i], n_nodes, round);
-            for (int node = 0; node < n_nodes; node++)
-                times[((size_t)i * n_nodes + node) * KC_TUNE_MAX_RUNS + n_runs] = round[node];
+            double total = 0.0;
+            for (int node = 0; node < n_nodes; node++) {
+                times[((size_t)i * rows + node) * KC_TUNE_MAX_RUNS + n_runs] = round[node];
+                total += round[node];
+            }
+            times[((size_t)i * rows + n_nodes) * KC_TUNE_MAX_RUNS + n_runs] = total;
         }
     for (int i = 0; i < n_candidates; i++)
-        for (int node = 0; node < n_nodes; node++) {
-            double *t = &times[((size_t)i * n_nodes + node) * KC_TUNE_MAX_RUNS];
+        for (int node = 0; node <= n_nodes; node++) {
+            double *t = &times[((size_t)i * rows + node) * KC_TUNE_MAX_RUNS];
             qsort(t, (size_t)n_runs, sizeof *t, cmp_double);
             double median = t[n_runs / 2];
-            ms[(size_t)i * n_nodes + node] = median > 0.0 ? median : -1.0;
+            if (node < n_nodes)
+                ms[(size_t)i * n_nodes + node] = median > 0.0 ? median : -1.0;
+            else if (total_ms)
+                total_ms[i] = median;
         }
 done:
     for (int i = 0; i < opened; i++)

@@ -32,11 +32,12 @@ int *kc_tune_record_nodes(const kc_program *p, const kc_schedule *s, int *n_reco
  * least KC_TUNE_MIN_RUNS, at most KC_TUNE_MAX_RUNS). ms[c * n_nodes + node]: the median over
  * the rounds of the node's time in candidate c, a round's time being the largest over the
  * streams of the node's records' sum in it (its phase on P cores); negative where c has no
- * record of the node. Returns the timed rounds, or 0 with an error in d. */
+ * record of the node. total_ms[c] (may be NULL): the median of a round's sum over the nodes.
+ * Returns the timed rounds, or 0 with an error in d. */
 #define KC_TUNE_MIN_RUNS 7
 #define KC_TUNE_MAX_RUNS 101
 int kc_tune_measure(const kc_tune_candidate *c, int n_candidates, int n_nodes, double budget_s,
-                    double *ms, kc_diag *d);
+                    double *ms, double *total_ms, kc_diag *d);
 
 /* A candidate must measure this much faster than the cost model's choice to replace it: on a
  * shared host two equal kernels measure a few percent apart. */

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # kann-c --tune: on squeezenet1_1 (1 and 2 streams) it times every conv the cost model had a
-# choice for, one line each with one kept way, counts the convs it changed, and the tuned model
-# still matches the reference output within 1e-4; on the sample CNN too (against ONNX Runtime
-# when it is installed); a model without convs is compiled as without --tune; --tune refuses
-# --target opencl (usage error) and an ISA this CPU does not run (rejected), and a model that
-# does not compile fails as it would untuned, its errors said once, writing nothing. Skipped
-# (77) when the shared models are absent.
+# choice for, one line each with one kept way, counts the convs it changed, keeps the changes
+# only where the whole model then measures faster, and the tuned model still matches the
+# reference output within 1e-4; on the sample CNN too (against ONNX Runtime when it is
+# installed); a model without convs is compiled as without --tune; --tune refuses --target
+# opencl (usage error) and an ISA this CPU does not run (rejected), and a model that does not
+# compile fails as it would untuned, its errors said once, writing nothing. Skipped (77) when
+# the shared models are absent.
 set -euo pipefail
 dir=${KANN_MODELS_DIR:-$KANN_SOURCE_DIR/../shared/models}
 [ -f "$dir/squeezenet1_1.onnx" ] || { echo "no shared models in '$dir': skipped"; exit 77; }
@@ -23,13 +24,19 @@ convs = {n.name for n in onnx.load(sys.argv[2]).graph.node if n.op_type == "Conv
 assert log[0].startswith("kann-c: --tune: timing the model lowered "), log[0]
 assert "medians of" in log[1], log[1]
 rows, changed = [], None
-for line in log[2:]:
+for i, line in enumerate(log[2:], 2):
     m = re.fullmatch(r"  (\d+) convs? changed", line)
     if m:
         changed = int(m.group(1))
         break
     rows.append(line)
 assert changed is not None, "no count of changed convs"
+if changed:  # the tuned model against the cost model's, whole: the faster stands
+    m = re.fullmatch(r"  the whole model, \d+ runs: ([\d.]+) ms as the cost model chose, "
+                     r"([\d.]+) tuned: (tuned|the cost model's kept)", log[i + 1])
+    assert m, log[i + 1]
+    assert (m.group(3) == "tuned") == (float(m.group(2)) < float(m.group(1))) or \
+        m.group(1) == m.group(2), log[i + 1]
 ways = {"packed", "winograd-f2", "winograd-f4", "lanes"}
 moved = 0
 for r in rows:
