@@ -471,19 +471,20 @@ static void tune_candidate_free(kc_tune_candidate *c) {
  * the nodes were: they stand where it measures faster, else *picks is cleared. */
 static int tune_check(const options *o, const kc_tune_candidate *auto_c, uint8_t *picks,
                       int n_nodes, kc_diag *d) {
+    size_t count = n_nodes > 0 ? (size_t)n_nodes : 0;
     kc_tune_candidate c[2] = {*auto_c, {0}};
     if (tune_candidate(o, picks, n_nodes, KC_PICK_AUTO, &c[1], NULL)) {
-        memset(picks, 0, (size_t)n_nodes);
+        memset(picks, 0, count);
         return EXIT_OK;
     }
-    double *ms = malloc(sizeof(double) * 2 * (size_t)n_nodes + 1), total[2];
+    double *ms = malloc(sizeof(double) * 2 * count + 1), total[2];
     if (!ms) abort();
     int runs = kc_tune_measure(c, 2, n_nodes, TUNE_CHECK_S, ms, total, d);
     free(ms);
     tune_candidate_free(&c[1]);
     if (runs == 0) return EXIT_REJECTED;
     int keep = total[1] < total[0];
-    if (!keep) memset(picks, 0, (size_t)n_nodes);
+    if (!keep) memset(picks, 0, count);
     if (!o->quiet)
         printf("  the whole model, %d runs: %.3f ms as the cost model chose, %.3f tuned: %s\n",
                runs, total[0], total[1], keep ? "tuned" : "the cost model's kept");
@@ -501,9 +502,10 @@ static int tune(const options *o, uint8_t **picks, int *n_picks, kc_diag *d) {
     build first; /* the cost model's compile: its nodes' names, the ways each conv could take */
     if (tune_candidate(o, NULL, 0, KC_PICK_AUTO, &c[0], &first))
         return EXIT_OK; /* the model does not compile: the final compile says why */
-    int n = 1, n_nodes = first.g->n_nodes, code = EXIT_OK;
+    int n = 1, n_nodes = first.g->n_nodes > 0 ? first.g->n_nodes : 0, code = EXIT_OK;
+    size_t count = (size_t)n_nodes;
     const uint16_t *ways = first.pick_options;
-    uint8_t *ask = malloc((size_t)n_nodes + 1);
+    uint8_t *ask = malloc(count + 1);
     if (!ask) abort();
     /* every other way some conv could take, asked of every conv */
     for (int k = KC_PICK_AUTO + 1; k < KC_PICK_COUNT; k++) {
@@ -511,13 +513,13 @@ static int tune(const options *o, uint8_t **picks, int *n_picks, kc_diag *d) {
         for (int node = 0; node < n_nodes && !useful; node++)
             useful = __builtin_popcount(ways[node]) > 1 && (ways[node] >> k & 1) &&
                      c[0].picked[node] != k;
-        memset(ask, k, (size_t)n_nodes);
+        memset(ask, k, count);
         if (useful && !tune_candidate(o, ask, n_nodes, (kc_pick)k, &c[n], NULL)) n++;
     }
     free(ask);
     if (n > 1) {
-        double *ms = malloc(sizeof(double) * (size_t)n * (size_t)n_nodes);
-        *picks = calloc((size_t)n_nodes + 1, 1);
+        double *ms = malloc(sizeof(double) * (size_t)n * count + 1);
+        *picks = calloc(count + 1, 1);
         if (!ms || !*picks) abort();
         if (!o->quiet) printf("kann-c: --tune: timing the model lowered %d ways\n", n);
         int runs = kc_tune_measure(c, n, n_nodes, TUNE_BUDGET_S, ms, NULL, d);
