@@ -61,17 +61,28 @@ typedef struct kc_call {
 
 enum { KC_FUSE_NONE, KC_FUSE_LANES, KC_FUSE_ALL };
 
-/* How a conv lowers, where the cost model has a choice (kann-c --tune measures them): its
- * choice (AUTO), the packed GEMM kernel (conv2d_packed), Winograd F(2x2, 3x3) or F(4x4, 3x3)
- * (3x3 stride-1 convs), or output channels in the lanes (f32_pointwise_lanes: 1x1 convs). */
+/* How a conv lowers, where the cost model has a choice (kann-c --tune measures them). Its way:
+ * the cost model's choice (AUTO), the packed GEMM kernel (conv2d_packed), Winograd F(2x2, 3x3)
+ * or F(4x4, 3x3) (3x3 stride-1 convs), or output channels in the lanes (f32_pointwise_lanes:
+ * 1x1 convs). And where it leads a fusion (an inverted residual block as one f32_dwblock
+ * record, an image stem with its max pool as one f32_conv2d_maxpool, a 1x1 conv with the
+ * global average pool after it as one f32_pointwise_gap): FUSED or APART. */
 typedef enum kc_pick {
     KC_PICK_AUTO,
     KC_PICK_PACKED,
     KC_PICK_WINO_F2,
     KC_PICK_WINO_F4,
     KC_PICK_LANES,
+    KC_PICK_FUSED,
+    KC_PICK_APART,
     KC_PICK_COUNT
 } kc_pick;
+
+/* The picks of one node: its conv's way (AUTO to KC_PICK_LANES) and the fusion it leads (AUTO,
+ * FUSED or APART). */
+typedef struct kc_node_picks {
+    uint8_t way, fusion;
+} kc_node_picks;
 
 typedef struct kc_program {
     kc_call *calls;
@@ -93,12 +104,14 @@ typedef struct kc_program {
     /* Per graph node (n_pick_nodes of them; NULL: all KC_PICK_AUTO), the lowering asked of
      * its conv; where a pick does not apply to a conv (Winograd for a 1x1 one) the cost model
      * chooses. */
-    const uint8_t *picks;
+    const kc_node_picks *picks;
     int n_pick_nodes;
     /* When non-NULL (n_pick_nodes entries, zeroed by the caller): per node, bit 1 << k for
-     * every pick k its conv could take, and the pick it took in picked. */
+     * every pick k its conv could take, the picks it took, and for the nodes a fusion would
+     * take in the node that leads it, plus one (0: none). */
     uint16_t *pick_options;
-    uint8_t *picked;
+    kc_node_picks *picked;
+    int *pick_leader;
     /* After kc_schedule_merge_phases on two streams or more (else NULL: one call per phase,
      * or one stream): the first and last call of each call's phase. Calls of one phase run at
      * the same time on different streams, so the memory plan keeps a value alive from the

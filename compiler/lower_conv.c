@@ -87,15 +87,41 @@ static uint64_t winograd_tiles2(const kann_conv2d_args *c2) {
 
 /* ---- kann-c --tune: the lowering a node asks for, and what it could take ---------------- */
 
+static int has_picks(const kc_program *p, int id) {
+    return id >= 0 && id < p->n_pick_nodes;
+}
+
+/* The way asked of node id's conv, and the fusion asked of the node leading it. */
 static kc_pick pick_of(const kc_program *p, int id) {
-    return p->picks && id >= 0 && id < p->n_pick_nodes ? (kc_pick)p->picks[id] : KC_PICK_AUTO;
+    return p->picks && has_picks(p, id) ? (kc_pick)p->picks[id].way : KC_PICK_AUTO;
+}
+
+static kc_pick fusion_of(const kc_program *p, int id) {
+    return p->picks && has_picks(p, id) ? (kc_pick)p->picks[id].fusion : KC_PICK_AUTO;
 }
 
 /* Node id's conv could take the picks of the mask options and took `made`. */
 static void note_pick(kc_program *p, int id, unsigned options, kc_pick made) {
-    if (!p->pick_options || id < 0 || id >= p->n_pick_nodes) return;
+    if (!p->pick_options || !has_picks(p, id)) return;
     p->pick_options[id] |= (uint16_t)options;
-    p->picked[id] = (uint8_t)made;
+    p->picked[id].way = (uint8_t)made;
+}
+
+/* Node id leads a fusion of itself and the n nodes of members, fused or not (made). */
+static void note_fusion(kc_program *p, int id, const int *members, int n, kc_pick made) {
+    if (!p->pick_options || !has_picks(p, id)) return;
+    p->pick_options[id] |= 1u << KC_PICK_FUSED | 1u << KC_PICK_APART;
+    p->picked[id].fusion = (uint8_t)made;
+    for (int i = 0; i < n; i++)
+        if (has_picks(p, members[i])) p->pick_leader[members[i]] = id + 1;
+}
+
+/* Whether node id leads a fusion the cost model would take (fuse), or --tune asks otherwise. */
+static int fusion_chosen(kc_program *p, int id, const int *members, int n, int fuse) {
+    kc_pick k = fusion_of(p, id);
+    int fused = k == KC_PICK_FUSED || (k != KC_PICK_APART && fuse);
+    note_fusion(p, id, members, n, fused ? KC_PICK_FUSED : KC_PICK_APART);
+    return fused;
 }
 
 #define PICK_BIT(k) (1u << (k))
@@ -568,7 +594,7 @@ static int lower_conv_maxpool(kc_graph *g, kc_program *p, int id, const kann_con
     m.w_out = (uint32_t)pw.out[1];
     m.act = a->act;
     uint64_t band, gather, floats = kann_conv2d_maxpool_scratch(&m, &band, &gather);
-    if (floats == 0 || floats > UINT32_MAX) return 0;
+    if (floats == 0 || floats > UINT32_MAX || !fusion_chosen(p, id, &pool, 1, 1)) return 0;
     size_t K = (size_t)a->c_in * a->k_h * a->k_w;
     int panels = pack_weight_panels(g, w, 0, a->c_out, K, 0, K);
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_MAXPOOL, id);
@@ -625,7 +651,9 @@ static int lower_pointwise_gap(kc_graph *g, kc_program *p, int id,
     const kc_node *n = &g->nodes[id];
     int pool = fusable_gap(g, n->outputs[0]);
     uint64_t hw = (uint64_t)a->h_out * a->w_out;
-    if (pool < 0 || n->epi.residual >= 0 || hw == 0 || hw > UINT32_MAX || a->c_in == 0) return 0;
+    if (pool < 0 || n->epi.residual >= 0 || hw == 0 || hw > UINT32_MAX || a->c_in == 0 ||
+        !fusion_chosen(p, id, &pool, 1, 1))
+        return 0;
     kann_pointwise_gap_args args = {0};
     args.c_in = a->c_in;
     args.c_out = a->c_out;
@@ -1042,9 +1070,6 @@ static int lower_dwblock(kc_graph *g, kc_program *p, int id) {
     a.act_proj = kc_node_act(np);
     uint64_t inner = (uint64_t)c_mid * a.h_out * a.w_out;
     if (expand) inner += (uint64_t)c_mid * a.h_in * a.w_in;
-    if (p->fuse_blocks == KC_FUSE_LANES &&
-        (!kann_dwblock_lanes_shape(&a) || inner * sizeof(float) < KC_DWBLOCK_LANES_MIN_BYTES))
-        return 0;
     if (inner * sizeof(float) < KC_DWBLOCK_MIN_BYTES) return 0;
     /* the tallest band whose scratch fits */
     for (a.band_rows = 1; a.band_rows < a.h_out; a.band_rows++) {
@@ -1054,6 +1079,12 @@ static int lower_dwblock(kc_graph *g, kc_program *p, int id) {
     }
     uint64_t floats = kann_dwblock_scratch(&a);
     if (floats == 0 || floats * sizeof(float) > KC_DWBLOCK_SCRATCH_BYTES) return 0;
+    int members[2] = {expand ? dw : pj, pj};
+    if (!fusion_chosen(p, id, members, expand ? 2 : 1,
+                       p->fuse_blocks == KC_FUSE_ALL ||
+                           (kann_dwblock_lanes_shape(&a) &&
+                            inner * sizeof(float) >= KC_DWBLOCK_LANES_MIN_BYTES)))
+        return 0;
     if (p->streams > 1) { /* a copy for each thread that may run a part of a stream's rows */
         a.slots = (uint32_t)p->streams;
         floats = kann_dwblock_slot_floats(&a) * a.slots;

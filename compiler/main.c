@@ -367,9 +367,11 @@ typedef struct build {
     kc_program prog;
     kc_schedule sched;
     kc_plan plan;
-    /* with --tune's bookkeeping: per node, the ways its conv could lower and the one it took */
+    /* with --tune's bookkeeping: per node, the ways its conv could lower, the one it took and
+     * the node leading a fusion it would join (kc_program) */
     uint16_t *pick_options;
-    uint8_t *picked;
+    kc_node_picks *picked;
+    int *pick_leader;
 } build;
 
 static void build_free(build *b) {
@@ -378,14 +380,15 @@ static void build_free(build *b) {
     kc_graph_free(b->g);
     free(b->pick_options);
     free(b->picked);
+    free(b->pick_leader);
     memset(b, 0, sizeof *b);
 }
 
 /* Compiles o->input into b, the convs lowered as picks asks (n_picks entries, one per node;
  * NULL: the cost model's choices), noting the choices made where note_picks. Returns an exit
  * code; b is freed by the caller either way. */
-static int compile(const options *o, build *b, const uint8_t *picks, int n_picks, int note_picks,
-                   kc_diag *d) {
+static int compile(const options *o, build *b, const kc_node_picks *picks, int n_picks,
+                   int note_picks, kc_diag *d) {
     memset(b, 0, sizeof *b);
     b->g = kc_graph_new();
     kc_graph *g = b->g;
@@ -412,10 +415,12 @@ static int compile(const options *o, build *b, const uint8_t *picks, int n_picks
     prog->n_pick_nodes = g->n_nodes;
     if (note_picks) {
         b->pick_options = calloc((size_t)g->n_nodes + 1, sizeof *b->pick_options);
-        b->picked = calloc((size_t)g->n_nodes + 1, 1);
-        if (!b->pick_options || !b->picked) abort();
+        b->picked = calloc((size_t)g->n_nodes + 1, sizeof *b->picked);
+        b->pick_leader = calloc((size_t)g->n_nodes + 1, sizeof *b->pick_leader);
+        if (!b->pick_options || !b->picked || !b->pick_leader) abort();
         prog->pick_options = b->pick_options;
         prog->picked = b->picked;
+        prog->pick_leader = b->pick_leader;
     }
     if (kc_lower(g, prog, d)) return EXIT_REJECTED;
     if (kc_schedule_program(g, prog, o->cores, &b->sched, d)) return EXIT_REJECTED;
@@ -436,7 +441,7 @@ static int compile(const options *o, build *b, const uint8_t *picks, int n_picks
 /* Compiles the candidate that asks picks of its nodes (NULL: the cost model's choices) into c,
  * printing nothing; the build itself into *keep where keep is non-NULL, else freed. Returns 0,
  * or 1 where the model does not compile. */
-static int tune_candidate(const options *o, const uint8_t *picks, int n_picks, kc_pick ask,
+static int tune_candidate(const options *o, const kc_node_picks *picks, int n_picks, kc_pick ask,
                           kc_tune_candidate *c, build *keep) {
     options quiet = *o;
     quiet.dump_after = NULL;
@@ -452,7 +457,9 @@ static int tune_candidate(const options *o, const uint8_t *picks, int n_picks, k
         c->node_of_record = kc_tune_record_nodes(&b.prog, &b.sched, &c->n_records);
         c->ask = ask;
         c->picked = b.picked;
+        c->leader = b.pick_leader;
         b.picked = NULL;
+        b.pick_leader = NULL;
     }
     if (keep && !failed)
         *keep = b;
@@ -465,13 +472,14 @@ static void tune_candidate_free(kc_tune_candidate *c) {
     free(c->bytes);
     free(c->node_of_record);
     free(c->picked);
+    free(c->leader);
 }
 
 /* The tuned picks against the cost model's choices (candidate auto), the whole model timed as
  * the nodes were: they stand where it measures faster, else *picks is cleared. */
-static int tune_check(const options *o, const kc_tune_candidate *auto_c, uint8_t *picks,
+static int tune_check(const options *o, const kc_tune_candidate *auto_c, kc_node_picks *picks,
                       int n_nodes, kc_diag *d) {
-    size_t count = n_nodes > 0 ? (size_t)n_nodes : 0;
+    size_t count = (n_nodes > 0 ? (size_t)n_nodes : 0) * sizeof *picks;
     kc_tune_candidate c[2] = {*auto_c, {0}};
     if (tune_candidate(o, picks, n_nodes, KC_PICK_AUTO, &c[1], NULL)) {
         memset(picks, 0, count);
@@ -494,7 +502,7 @@ static int tune_check(const options *o, const kc_tune_candidate *auto_c, uint8_t
 /* --tune: *picks (one per node, or NULL where nothing was measured) from the candidates'
  * times (tune.h). The compiles it makes print nothing: the final compile reports the model's
  * errors and notes once. */
-static int tune(const options *o, uint8_t **picks, int *n_picks, kc_diag *d) {
+static int tune(const options *o, kc_node_picks **picks, int *n_picks, kc_diag *d) {
     *picks = NULL;
     *n_picks = 0;
     kc_tune_candidate c[KC_PICK_COUNT];
@@ -505,21 +513,22 @@ static int tune(const options *o, uint8_t **picks, int *n_picks, kc_diag *d) {
     int n = 1, n_nodes = first.g->n_nodes > 0 ? first.g->n_nodes : 0, code = EXIT_OK;
     size_t count = (size_t)n_nodes;
     const uint16_t *ways = first.pick_options;
-    uint8_t *ask = malloc(count + 1);
+    kc_node_picks *ask = calloc(count + 1, sizeof *ask);
     if (!ask) abort();
-    /* every other way some conv could take, asked of every conv */
+    /* every other way some conv could take, or fusion, asked of every conv */
     for (int k = KC_PICK_AUTO + 1; k < KC_PICK_COUNT; k++) {
-        int useful = 0;
+        int fusion = k == KC_PICK_FUSED || k == KC_PICK_APART, useful = 0;
         for (int node = 0; node < n_nodes && !useful; node++)
-            useful = __builtin_popcount(ways[node]) > 1 && (ways[node] >> k & 1) &&
-                     c[0].picked[node] != k;
-        memset(ask, k, count);
+            useful = kc_tune_decides(ways[node], fusion) && (ways[node] >> k & 1) &&
+                     (fusion ? c[0].picked[node].fusion : c[0].picked[node].way) != k;
+        for (size_t node = 0; node < count; node++)
+            ask[node] = fusion ? (kc_node_picks){0, (uint8_t)k} : (kc_node_picks){(uint8_t)k, 0};
         if (useful && !tune_candidate(o, ask, n_nodes, (kc_pick)k, &c[n], NULL)) n++;
     }
     free(ask);
     if (n > 1) {
         double *ms = malloc(sizeof(double) * (size_t)n * count + 1);
-        *picks = calloc(count + 1, 1);
+        *picks = calloc(count + 1, sizeof **picks);
         if (!ms || !*picks) abort();
         if (!o->quiet) printf("kann-c: --tune: timing the model lowered %d ways\n", n);
         int runs = kc_tune_measure(c, n, n_nodes, TUNE_BUDGET_S, ms, NULL, d);
@@ -532,7 +541,7 @@ static int tune(const options *o, uint8_t **picks, int *n_picks, kc_diag *d) {
                     runs);
             int changed =
                 kc_tune_choose(first.g, c, n, ways, n_nodes, ms, *picks, o->quiet ? NULL : stdout);
-            if (!o->quiet) printf("  %d conv%s changed\n", changed, changed == 1 ? "" : "s");
+            if (!o->quiet) printf("  %d choice%s changed\n", changed, changed == 1 ? "" : "s");
             if (changed) code = tune_check(o, &c[0], *picks, n_nodes, d);
         }
         *n_picks = n_nodes;
@@ -556,7 +565,7 @@ int main(int argc, char **argv) {
     kc_diag_init(&d, o.input, stderr);
     d.quiet = o.quiet; /* -q: no summary and no notes; warnings and errors stay */
     build b = {0};
-    uint8_t *picks = NULL;
+    kc_node_picks *picks = NULL;
     int n_picks = 0, code = EXIT_REJECTED;
 
     if (o.print || o.save_onnx) { /* conversions: no compile */

@@ -24,8 +24,8 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 const char *kc_pick_name(kc_pick k) {
-    static const char *const names[KC_PICK_COUNT] = {"auto", "packed", "winograd-f2", "winograd-f4",
-                                                     "lanes"};
+    static const char *const names[KC_PICK_COUNT] = {
+        "auto", "packed", "winograd-f2", "winograd-f4", "lanes", "fused", "apart"};
     return (unsigned)k < KC_PICK_COUNT ? names[k] : "?";
 }
 
@@ -217,41 +217,57 @@ done:
     return opened == n_candidates ? n_runs : 0;
 }
 
-/* The time of pick k of node in the candidate that asked for it, or the cost model's pick in
- * candidate 0; negative where not measured. */
+#define FUSION_BITS (1u << KC_PICK_FUSED | 1u << KC_PICK_APART)
+#define WAY_BITS ((1u << KC_PICK_FUSED) - 2u) /* KC_PICK_PACKED .. KC_PICK_LANES */
+
+int kc_tune_decides(unsigned options, int fusion) {
+    return fusion ? (options & FUSION_BITS) == FUSION_BITS
+                  : __builtin_popcount(options & WAY_BITS) > 1;
+}
+
+/* Node's time in candidate i: its own, or with fusion that of every node it leads too. */
+static double node_ms(const kc_tune_candidate *c, int i, int n_nodes, const double *ms, int node,
+                      int fusion) {
+    double t = ms[(size_t)i * n_nodes + node];
+    if (!fusion || t <= 0.0) return t;
+    for (int m = 0; m < n_nodes; m++) {
+        double tm = ms[(size_t)i * n_nodes + m];
+        if (c[0].leader[m] == node + 1 && tm > 0.0) t += tm;
+    }
+    return t;
+}
+
+static int took(const kc_tune_candidate *c, int node, int fusion) {
+    return fusion ? c->picked[node].fusion : c->picked[node].way;
+}
+
+/* The time of pick k of node (a way, or with fusion fused or apart) in the candidate that asked
+ * for it, or the cost model's pick in candidate 0; negative where not measured. */
 static double pick_ms(const kc_tune_candidate *c, int n_candidates, int n_nodes, const double *ms,
-                      int node, int k) {
+                      int node, int k, int fusion) {
     for (int i = 0; i < n_candidates; i++)
-        if ((i == 0 || (int)c[i].ask == k) && c[i].picked[node] == k)
-            return ms[(size_t)i * n_nodes + node];
+        if ((i == 0 || (int)c[i].ask == k) && took(&c[i], node, fusion) == k)
+            return node_ms(c, i, n_nodes, ms, node, fusion);
     return -1.0;
 }
 
-int kc_tune_choose(const kc_graph *g, const kc_tune_candidate *c, int n_candidates,
-                   const uint16_t *options, int n_nodes, const double *ms, uint8_t *picks,
-                   FILE *out) {
-    int changed = 0, width = 0;
-    for (int node = 0; node < n_nodes; node++) {
-        const kc_node *n = &g->nodes[node];
-        int len = (int)strlen(n->name[0] ? n->name : n->op_type);
-        if (__builtin_popcount(options[node]) > 1 && len > width) width = len < 48 ? len : 48;
+/* One choice of node: the fastest pick past the margin into *pick (else left), the line. */
+static int choose(const kc_graph *g, const kc_tune_candidate *c, int n_candidates, unsigned options,
+                  int n_nodes, const double *ms, int node, int fusion, int width, uint8_t *pick,
+                  FILE *out) {
+    int own = took(&c[0], node, fusion), best = own;
+    double base = node_ms(c, 0, n_nodes, ms, node, fusion), t[KC_PICK_COUNT];
+    if (base <= 0.0) return 0;
+    for (int k = KC_PICK_AUTO + 1; k < KC_PICK_COUNT; k++) {
+        int of_kind = (fusion ? FUSION_BITS : WAY_BITS) >> k & 1;
+        t[k] = of_kind && options >> k & 1 ? pick_ms(c, n_candidates, n_nodes, ms, node, k, fusion)
+                                           : -1.0;
+        if (k != own && t[k] > 0.0 && t[k] < base * (1.0 - KC_TUNE_MARGIN) &&
+            (best == own || t[k] < t[best]))
+            best = k;
     }
-    for (int node = 0; node < n_nodes; node++) {
-        if (__builtin_popcount(options[node]) < 2) continue;
-        int own = c[0].picked[node], best = own;
-        double base = ms[node], t[KC_PICK_COUNT];
-        if (base <= 0.0) continue;
-        for (int k = KC_PICK_AUTO + 1; k < KC_PICK_COUNT; k++) {
-            t[k] = options[node] >> k & 1 ? pick_ms(c, n_candidates, n_nodes, ms, node, k) : -1.0;
-            if (k != own && t[k] > 0.0 && t[k] < base * (1.0 - KC_TUNE_MARGIN) &&
-                (best == own || t[k] < t[best]))
-                best = k;
-        }
-        if (best != own) {
-            picks[node] = (uint8_t)best;
-            changed++;
-        }
-        if (!out) continue;
+    if (best != own) *pick = (uint8_t)best;
+    if (out) {
         const kc_node *n = &g->nodes[node];
         fprintf(out, "    %-*s", width, n->name[0] ? n->name : n->op_type);
         for (int k = KC_PICK_AUTO + 1; k < KC_PICK_COUNT; k++)
@@ -259,6 +275,26 @@ int kc_tune_choose(const kc_graph *g, const kc_tune_candidate *c, int n_candidat
                 fprintf(out, "  %s %.4f%s%s", kc_pick_name((kc_pick)k), t[k], k == own ? "'" : "",
                         k == best ? "*" : "");
         fprintf(out, "\n");
+    }
+    return best != own;
+}
+
+int kc_tune_choose(const kc_graph *g, const kc_tune_candidate *c, int n_candidates,
+                   const uint16_t *options, int n_nodes, const double *ms, kc_node_picks *picks,
+                   FILE *out) {
+    int changed = 0, width = 0;
+    for (int node = 0; node < n_nodes; node++) {
+        const kc_node *n = &g->nodes[node];
+        int len = (int)strlen(n->name[0] ? n->name : n->op_type);
+        if (options[node] && len > width) width = len < 48 ? len : 48;
+    }
+    for (int node = 0; node < n_nodes; node++) {
+        if (kc_tune_decides(options[node], 0))
+            changed += choose(g, c, n_candidates, options[node], n_nodes, ms, node, 0, width,
+                              &picks[node].way, out);
+        if (kc_tune_decides(options[node], 1))
+            changed += choose(g, c, n_candidates, options[node], n_nodes, ms, node, 1, width,
+                              &picks[node].fusion, out);
     }
     return changed;
 }

@@ -20,8 +20,9 @@ typedef struct kc_tune_candidate {
     size_t size;
     int *node_of_record;
     int n_records;
-    kc_pick ask;     /* what every conv was asked to take (KC_PICK_AUTO: the cost model's) */
-    uint8_t *picked; /* per node: the kc_pick its conv took (kc_program.picked) */
+    kc_pick ask;           /* asked of every conv (KC_PICK_AUTO: the cost model's choices) */
+    kc_node_picks *picked; /* per node: what its conv took (kc_program.picked) */
+    int *leader;           /* per node: the leader of a fusion it would join, plus one */
 } kc_tune_candidate;
 
 /* The candidate's record-to-node table from its schedule (kc_tune_candidate.node_of_record). */
@@ -43,18 +44,22 @@ int kc_tune_measure(const kc_tune_candidate *c, int n_candidates, int n_nodes, d
  * shared host two equal kernels measure a few percent apart. */
 #define KC_TUNE_MARGIN 0.05
 
-/* picks[node] (n_nodes, zeroed by the caller): for every node the cost model had a choice for
- * (options[node] holds two picks or more), the pick that measured fastest where it beat the
- * cost model's own (candidate 0) by KC_TUNE_MARGIN; else KC_PICK_AUTO. A pick's time is the
- * node's in the candidate that asked every conv for it, where the node took it (a conv's
- * lowering may also follow its neighbours': the partial sums of a pointwise conv on several
- * streams). Prints a line for each node with a choice to out (NULL: quiet). Returns the nodes
- * changed. */
+/* Whether a node's options (kc_program.pick_options) hold a choice of a fusion (fusion) or of
+ * its conv's way: two ways or more. */
+int kc_tune_decides(unsigned options, int fusion);
+
+/* picks[node] (n_nodes, zeroed by the caller): for every choice the cost model had (of a conv's
+ * way, of a fusion), the pick that measured fastest where it beat the cost model's own
+ * (candidate 0) by KC_TUNE_MARGIN; else KC_PICK_AUTO. A way's time is the node's in the
+ * candidate that asked every conv for it, where the node took it (a conv's lowering may also
+ * follow its neighbours': the partial sums of a pointwise conv on several streams); a fusion's,
+ * that of the node leading it and of every node it takes, fused or apart. Prints a line for
+ * each choice to out (NULL: quiet). Returns the choices changed. */
 int kc_tune_choose(const kc_graph *g, const kc_tune_candidate *c, int n_candidates,
-                   const uint16_t *options, int n_nodes, const double *ms, uint8_t *picks,
+                   const uint16_t *options, int n_nodes, const double *ms, kc_node_picks *picks,
                    FILE *out);
 
-/* "auto", "packed", "winograd-f2", "winograd-f4", "lanes". */
+/* "auto", "packed", "winograd-f2", "winograd-f4", "lanes", "fused", "apart". */
 const char *kc_pick_name(kc_pick k);
 
 #endif

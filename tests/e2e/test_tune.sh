@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# kann-c --tune: on squeezenet1_1 (1 and 2 streams) it times every conv the cost model had a
-# choice for, one line each with one kept way, counts the convs it changed, keeps the changes
-# only where the whole model then measures faster, and the tuned model still matches the
-# reference output within 1e-4; on the sample CNN too (against ONNX Runtime when it is
-# installed); a model without convs is compiled as without --tune; --tune refuses --target
-# opencl (usage error) and an ISA this CPU does not run (rejected), and a model that does not
-# compile fails as it would untuned, its errors said once, writing nothing. Skipped (77) when
-# the shared models are absent.
+# kann-c --tune: on squeezenet1_1 (1 and 2 streams) it times every choice the cost model had (a
+# conv's way, a fusion it leads), one line each with one pick kept, counts the choices it
+# changed, keeps the changes only where the whole model then measures faster, and the tuned
+# model still matches the reference output within 1e-4; on the sample CNN too (against ONNX
+# Runtime when it is installed); a model without convs is compiled as without --tune; --tune
+# refuses --target opencl (usage error) and an ISA this CPU does not run (rejected), and a model
+# that does not compile fails as it would untuned, its errors said once, writing nothing.
+# Skipped (77) when the shared models are absent.
 set -euo pipefail
 dir=${KANN_MODELS_DIR:-$KANN_SOURCE_DIR/../shared/models}
 [ -f "$dir/squeezenet1_1.onnx" ] || { echo "no shared models in '$dir': skipped"; exit 77; }
@@ -25,12 +25,12 @@ assert log[0].startswith("kann-c: --tune: timing the model lowered "), log[0]
 assert "medians of" in log[1], log[1]
 rows, changed = [], None
 for i, line in enumerate(log[2:], 2):
-    m = re.fullmatch(r"  (\d+) convs? changed", line)
+    m = re.fullmatch(r"  (\d+) choices? changed", line)
     if m:
         changed = int(m.group(1))
         break
     rows.append(line)
-assert changed is not None, "no count of changed convs"
+assert changed is not None, "no count of changed choices"
 if changed:  # the tuned model against the cost model's, whole: the faster stands
     m = re.fullmatch(r"  the whole model, \d+ runs: ([\d.]+) ms as the cost model chose, "
                      r"([\d.]+) tuned: (tuned|the cost model's kept)", log[i + 1])
@@ -38,12 +38,14 @@ if changed:  # the tuned model against the cost model's, whole: the faster stand
     assert (m.group(3) == "tuned") == (float(m.group(2)) < float(m.group(1))) or \
         m.group(1) == m.group(2), log[i + 1]
 ways = {"packed", "winograd-f2", "winograd-f4", "lanes"}
+fusions = {"fused", "apart"}
 moved = 0
 for r in rows:
     name, *rest = r.split()
     assert name in convs, name
     cells = list(zip(rest[0::2], rest[1::2]))
-    assert len(cells) >= 2 and all(w in ways for w, _ in cells), r
+    kind = ways if cells and cells[0][0] in ways else fusions  # a conv's way, or a fusion it leads
+    assert len(cells) >= 2 and all(w in kind for w, _ in cells), r
     times = [float(t.rstrip("'*")) for _, t in cells]
     assert all(t > 0 for t in times), r
     own = [i for i, (_, t) in enumerate(cells) if "'" in t]
@@ -56,7 +58,8 @@ for r in rows:
         assert all(t >= 0.95 * times[own[0]] - 1e-4 for t in times), r  # printed to 0.1 us
 assert moved == changed, (moved, changed)
 assert rows, "no conv timed"
-print(f"{len(rows)} convs timed, {changed} changed")
+print(f"{len(rows)} choices timed ({sum(r.split()[1] in fusions for r in rows)} fusions), "
+      f"{changed} changed")
 PY
 }
 
