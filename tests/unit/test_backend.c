@@ -943,6 +943,47 @@ static int node_kernel(const kc_program *p, int id) {
     return kernel;
 }
 
+/* What --tune's bookkeeping notes of a lowering (kc_program.pick_options, picked, pick_leader),
+ * and what it asked. */
+typedef struct picks_run {
+    kc_node_picks *ask, *took;
+    uint16_t *ways;
+    int *leader;
+} picks_run;
+
+/* g lowered on P streams (the cost model's fusions: KC_FUSE_LANES) into *prog, every node asked
+ * ask; the notes into *r, freed by picks_free. */
+static void lower_picked(kc_graph *g, int P, kc_node_picks ask, kc_program *prog, kc_diag *d,
+                         picks_run *r) {
+    size_t n = (size_t)g->n_nodes;
+    r->ask = calloc(n, sizeof *r->ask);
+    r->took = calloc(n, sizeof *r->took);
+    r->ways = calloc(n, sizeof *r->ways);
+    r->leader = calloc(n, sizeof *r->leader);
+    assert_true(r->ask && r->took && r->ways && r->leader);
+    for (size_t i = 0; i < n; i++)
+        r->ask[i] = ask;
+    kc_diag_init(d, "net", stderr);
+    kc_stats st = {0};
+    memset(prog, 0, sizeof *prog);
+    prog->streams = P;
+    prog->fuse_blocks = KC_FUSE_LANES;
+    prog->picks = r->ask;
+    prog->n_pick_nodes = g->n_nodes;
+    prog->pick_options = r->ways;
+    prog->picked = r->took;
+    prog->pick_leader = r->leader;
+    assert_int_equal(middle(g, d, &st), 0);
+    assert_int_equal(kc_lower(g, prog, d), 0);
+}
+
+static void picks_free(picks_run *r) {
+    free(r->ask);
+    free(r->took);
+    free(r->ways);
+    free(r->leader);
+}
+
 /* kann-c --tune's picks (kc_program.picks): a 3x3 conv over a 7x7 map (the cost model: Winograd
  * F(2x2)) and the 1x1 conv after it (32 channels: conv2d_packed) each lower as asked where the
  * pick applies to them, the cost model choosing where it does not; the lowering notes what each
@@ -970,25 +1011,12 @@ static void test_lower_picks(void **state) {
             add_conv(g, mid, out, C, C, 1, 1, w2);
             int conv1 = g->n_nodes - 1;
             pg_output(g, out);
-            kc_node_picks *ask = calloc((size_t)g->n_nodes, sizeof *ask);
-            uint16_t *ways = calloc((size_t)g->n_nodes, sizeof *ways);
-            kc_node_picks *took = calloc((size_t)g->n_nodes, sizeof *took);
-            int *leader = calloc((size_t)g->n_nodes, sizeof *leader);
-            for (int i = 0; i < g->n_nodes; i++)
-                ask[i].way = (uint8_t)k;
             kc_diag d;
-            kc_diag_init(&d, "net", stderr);
-            kc_stats st = {0};
             kc_program prog;
-            memset(&prog, 0, sizeof prog);
-            prog.streams = P;
-            prog.picks = ask;
-            prog.n_pick_nodes = g->n_nodes;
-            prog.pick_options = ways;
-            prog.picked = took;
-            prog.pick_leader = leader;
-            assert_int_equal(middle(g, &d, &st), 0);
-            assert_int_equal(kc_lower(g, &prog, &d), 0);
+            picks_run r;
+            lower_picked(g, P, (kc_node_picks){(uint8_t)k, 0}, &prog, &d, &r);
+            const uint16_t *ways = r.ways;
+            const kc_node_picks *took = r.took;
             assert_int_equal(ways[conv3],
                              1u << KC_PICK_PACKED | 1u << KC_PICK_WINO_F2 | 1u << KC_PICK_WINO_F4);
             assert_int_equal(ways[conv1], 1u << KC_PICK_PACKED | 1u << KC_PICK_LANES);
@@ -1013,10 +1041,7 @@ static void test_lower_picks(void **state) {
             kc_schedule_trim_scratch(g, &prog, &sched);
             plan_run_check(g, &prog, &sched, &d, P, x, sizeof x, y[k][P - 1], C * N * N,
                            k == 0 && P == 1 ? NULL : y[0][0]);
-            free(ask);
-            free(ways);
-            free(took);
-            free(leader);
+            picks_free(&r);
         }
 }
 
@@ -1045,26 +1070,13 @@ static void test_lower_fusion_picks(void **state) {
             add_conv(g, dwv, out, C, E, 1, 1, w_p);
             int project = g->n_nodes - 1;
             pg_output(g, out);
-            kc_node_picks *ask = calloc((size_t)g->n_nodes, sizeof *ask),
-                          *took = calloc((size_t)g->n_nodes, sizeof *took);
-            uint16_t *ways = calloc((size_t)g->n_nodes, sizeof *ways);
-            int *leader = calloc((size_t)g->n_nodes, sizeof *leader);
-            for (int i = 0; i < g->n_nodes; i++)
-                ask[i].fusion = (uint8_t)asks[k];
             kc_diag d;
-            kc_diag_init(&d, "net", stderr);
-            kc_stats st = {0};
             kc_program prog;
-            memset(&prog, 0, sizeof prog);
-            prog.streams = P;
-            prog.fuse_blocks = KC_FUSE_LANES;
-            prog.picks = ask;
-            prog.n_pick_nodes = g->n_nodes;
-            prog.pick_options = ways;
-            prog.picked = took;
-            prog.pick_leader = leader;
-            assert_int_equal(middle(g, &d, &st), 0);
-            assert_int_equal(kc_lower(g, &prog, &d), 0);
+            picks_run r;
+            lower_picked(g, P, (kc_node_picks){0, (uint8_t)asks[k]}, &prog, &d, &r);
+            const uint16_t *ways = r.ways;
+            const kc_node_picks *took = r.took;
+            const int *leader = r.leader;
             int fused = asks[k] != KC_PICK_APART;
             assert_int_equal(ways[expand] & (1u << KC_PICK_FUSED | 1u << KC_PICK_APART),
                              1u << KC_PICK_FUSED | 1u << KC_PICK_APART);
@@ -1087,10 +1099,7 @@ static void test_lower_fusion_picks(void **state) {
             kc_schedule_trim_scratch(g, &prog, &sched);
             plan_run_check(g, &prog, &sched, &d, P, x, sizeof x, y[k][P - 1], C * H * H,
                            k == 0 && P == 1 ? NULL : y[0][0]);
-            free(ask);
-            free(took);
-            free(ways);
-            free(leader);
+            picks_free(&r);
         }
 }
 
