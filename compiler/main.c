@@ -480,10 +480,10 @@ static void tune_candidate_free(kc_tune_candidate *c) {
  * the nodes were: they stand where it measures faster, else *picks is cleared. */
 static int tune_check(const options *o, const kc_tune_candidate *auto_c, kc_node_picks *picks,
                       int n_nodes, kc_diag *d) {
-    size_t count = (n_nodes > 0 ? (size_t)n_nodes : 0) * sizeof *picks;
+    size_t count = n_nodes > 0 ? (size_t)n_nodes : 0;
     kc_tune_candidate c[2] = {*auto_c, {0}};
     if (tune_candidate(o, picks, n_nodes, KC_PICK_AUTO, &c[1], NULL)) {
-        memset(picks, 0, count);
+        memset(picks, 0, count * sizeof *picks);
         return EXIT_OK;
     }
     double *ms = malloc(sizeof(double) * 2 * count + 1), total[2];
@@ -493,7 +493,7 @@ static int tune_check(const options *o, const kc_tune_candidate *auto_c, kc_node
     tune_candidate_free(&c[1]);
     if (runs == 0) return EXIT_REJECTED;
     int keep = total[1] < total[0];
-    if (!keep) memset(picks, 0, count);
+    if (!keep) memset(picks, 0, count * sizeof *picks);
     if (!o->quiet)
         printf("  the whole model, %d runs: %.3f ms as the cost model chose, %.3f tuned: %s\n",
                runs, total[0], total[1], keep ? "tuned" : "the cost model's kept");
@@ -522,9 +522,10 @@ static int tune(const options *o, kc_node_picks **picks, int *n_picks, kc_diag *
         for (int node = 0; node < n_nodes && !useful; node++)
             useful = kc_tune_decides(ways[node], fusion) && (ways[node] >> k & 1) &&
                      (fusion ? c[0].picked[node].fusion : c[0].picked[node].way) != k;
+        if (!useful) continue;
         for (size_t node = 0; node < count; node++)
             ask[node] = fusion ? (kc_node_picks){0, (uint8_t)k} : (kc_node_picks){(uint8_t)k, 0};
-        if (useful && !tune_candidate(o, ask, n_nodes, (kc_pick)k, &c[n], NULL)) n++;
+        if (!tune_candidate(o, ask, n_nodes, (kc_pick)k, &c[n], NULL)) n++;
     }
     free(ask);
     if (n > 1) {

@@ -576,11 +576,17 @@ static void test_schedule_merges_independent_phases(void **state) {
     }
 }
 
+/* g, lowered, scheduled on P streams, its phases merged. */
+static void schedule_lowered(kc_graph *g, int P, kc_program *prog, kc_schedule *sched,
+                             kc_diag *d) {
+    assert_int_equal(kc_schedule_program(g, prog, P, sched, d), 0);
+    kc_schedule_merge_phases(g, prog, sched);
+}
+
 /* g lowered for P streams, scheduled, its phases merged. */
 static void schedule_merged(kc_graph *g, int P, kc_program *prog, kc_schedule *sched, kc_diag *d) {
     lower_for(g, P, prog, d);
-    assert_int_equal(kc_schedule_program(g, prog, P, sched, d), 0);
-    kc_schedule_merge_phases(g, prog, sched);
+    schedule_lowered(g, P, prog, sched, d);
 }
 
 /* The program of g on P streams planned (its phases independent), run on x into y (n floats),
@@ -1036,8 +1042,7 @@ static void test_lower_picks(void **state) {
                                                                 : KANN_KERNEL_F32_CONV2D_PACKED);
             }
             kc_schedule sched = {0};
-            assert_int_equal(kc_schedule_program(g, &prog, P, &sched, &d), 0);
-            kc_schedule_merge_phases(g, &prog, &sched);
+            schedule_lowered(g, P, &prog, &sched, &d);
             kc_schedule_trim_scratch(g, &prog, &sched);
             plan_run_check(g, &prog, &sched, &d, P, x, sizeof x, y[k][P - 1], C * N * N,
                            k == 0 && P == 1 ? NULL : y[0][0]);
@@ -1094,8 +1099,7 @@ static void test_lower_fusion_picks(void **state) {
                 assert_int_equal(node_kernel(&prog, project),
                                  fused ? -1 : KANN_KERNEL_F32_CONV2D_PACKED);
             kc_schedule sched = {0};
-            assert_int_equal(kc_schedule_program(g, &prog, P, &sched, &d), 0);
-            kc_schedule_merge_phases(g, &prog, &sched);
+            schedule_lowered(g, P, &prog, &sched, &d);
             kc_schedule_trim_scratch(g, &prog, &sched);
             plan_run_check(g, &prog, &sched, &d, P, x, sizeof x, y[k][P - 1], C * H * H,
                            k == 0 && P == 1 ? NULL : y[0][0]);
