@@ -13,6 +13,7 @@
 #include "ref/conv2d_packed.h"
 #include "ref/dwblock.h"
 #include "shapes.h"
+#include "shapes_data.h"
 #include "shapes_reduce.h"
 
 /* Rows [m0, m0 + c_out) and columns [k0, k0 + K) of W [..][ld] (the ONNX layout, ld = c_in /
@@ -216,9 +217,76 @@ static int pack_winograd_weights(kc_graph *g, int w, uint32_t c_out, uint32_t c_
     return v;
 }
 
-/* A 3x3 stride-1 conv through conv2d_winograd: its padding read in place where the kernel can
- * (else its input padded once, pad2d), the transformed tiles in a scratch value split by
- * tiles. */
+/* The arguments of conv c2 on conv2d_winograd with transform t (tile fields zero), its input
+ * read in place. */
+static kann_conv2d_winograd_args winograd_args_of(const kann_conv2d_args *c2,
+                                                  kann_wino_transform t) {
+    kann_conv2d_winograd_args a = {0};
+    a.transform = t;
+    a.c_in = c2->c_in;
+    a.c_out = c2->c_out;
+    a.h_out = c2->h_out;
+    a.w_out = c2->w_out;
+    a.h_in = c2->h_in;
+    a.w_in = c2->w_in;
+    a.act = c2->act;
+    return a;
+}
+
+/* The arguments of one of the groups of conv c2 on conv2d_packed (tile fields zero). */
+static kann_conv2d_packed_args packed_args_of(const kann_conv2d_args *c2, uint32_t groups) {
+    kann_conv2d_packed_args a = {0};
+    a.c_in = c2->c_in / groups;
+    a.h_in = c2->h_in;
+    a.w_in = c2->w_in;
+    a.c_out = c2->c_out / groups;
+    a.h_out = c2->h_out;
+    a.w_out = c2->w_out;
+    a.k_h = c2->k_h;
+    a.k_w = c2->k_w;
+    a.stride_h = c2->stride_h;
+    a.stride_w = c2->stride_w;
+    a.dil_h = c2->dil_h;
+    a.dil_w = c2->dil_w;
+    a.pad_top = c2->pad_top;
+    a.pad_left = c2->pad_left;
+    a.act = c2->act;
+    return a;
+}
+
+/* A conv2d_winograd call of args over x (its padding read in place), the transformed weights
+ * u, bias, residual and y (at their byte offsets; -1 for none), its transformed tiles in a
+ * scratch value split by tiles. */
+static kc_call *winograd_call(kc_graph *g, kc_program *p, int id,
+                              const kann_conv2d_winograd_args *args, int x, int64_t x_off, int u,
+                              int b, int res, int y, int64_t y_off) {
+    const kann_conv2d_winograd_args *a = args;
+    int64_t e = a->transform == KANN_WINO_F4X4 ? 4 : 2, fl = (int64_t)sizeof(float);
+    int64_t tiles = (int64_t)(a->h_out + e - 1) / e * ((a->w_out + e - 1) / e);
+    int64_t positions = (e + 2) * (e + 2), out = (int64_t)a->c_out * a->h_out * a->w_out * fl;
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_WINOGRAD, id);
+    *(kann_conv2d_winograd_args *)c->args = *args;
+    kc_bind_slice(c, offsetof(kann_conv2d_winograd_args, x), x, x_off,
+                  (int64_t)a->c_in * a->h_in * a->w_in * fl, 0);
+    kc_bind(c, offsetof(kann_conv2d_winograd_args, u), u, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_winograd_args, bias), b, 0, 0);
+    kc_bind_slice(c, offsetof(kann_conv2d_winograd_args, residual), res, y_off, out, 0);
+    kc_bind_slice(c, offsetof(kann_conv2d_winograd_args, y), y, y_off, out, 1);
+    /* the transformed tiles: a tile along output channels transforms them all */
+    kc_bind_scratch(
+        g, p, c, offsetof(kann_conv2d_winograd_args, scratch), "winograd_tiles",
+        (int64_t)kann_wino_scratch_floats((uint64_t)positions, a->c_in, (uint64_t)tiles));
+    kc_set_tile(c, a->c_out, KANN_WINO_CHANNEL_GRANULE, (uint32_t)tiles, KANN_CONV_PIXEL_GRANULE);
+    c->macs = (double)a->c_out * a->h_out * a->w_out * a->c_in * 9;
+    c->axis0_whole = (double)positions * a->c_in * (double)tiles;
+    /* a block's transforms take 16 tiles a vector: a part of a block costs about a whole one
+     * (one thread: 17 tiles of a 7x7 grid took as long as the other 32) */
+    c->whole_granules = 2;
+    return c;
+}
+
+/* A 3x3 stride-1 conv through conv2d_winograd: its padding read in place where the kernel can,
+ * else its input padded once (pad2d). */
 static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
@@ -228,15 +296,7 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
                                                    : winograd_transform(c2, p->streams);
     note_pick(p, id, WINO_WAYS, t == KANN_WINO_F4X4 ? KC_PICK_WINO_F4 : KC_PICK_WINO_F2);
     int u = pack_winograd_weights(g, w, c2->c_out, c2->c_in, t);
-    kann_conv2d_winograd_args args = {0}, *a = &args;
-    a->transform = t;
-    a->c_in = c2->c_in;
-    a->c_out = c2->c_out;
-    a->h_out = c2->h_out;
-    a->w_out = c2->w_out;
-    a->h_in = c2->h_in;
-    a->w_in = c2->w_in;
-    a->act = c2->act;
+    kann_conv2d_winograd_args args = winograd_args_of(c2, t), *a = &args;
     /* equal padding up to 2 above and left, no more below and right: read in place */
     uint32_t pad = c2->pad_top;
     int in_place = pad <= 2 && c2->pad_left == pad &&
@@ -249,26 +309,7 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
         a->w_in = c2->w_out + 2;
         x = pad_input(g, p, id, x, c2, a->h_in, a->w_in);
     }
-    int64_t e = t == KANN_WINO_F4X4 ? 4 : 2;
-    int64_t tiles = (int64_t)(a->h_out + e - 1) / e * ((a->w_out + e - 1) / e);
-    int64_t positions = (e + 2) * (e + 2);
-    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV2D_WINOGRAD, id);
-    *(kann_conv2d_winograd_args *)c->args = args;
-    kc_bind(c, offsetof(kann_conv2d_winograd_args, x), x, 0, 0);
-    kc_bind(c, offsetof(kann_conv2d_winograd_args, u), u, 0, 0);
-    kc_bind(c, offsetof(kann_conv2d_winograd_args, bias), b, 0, 0);
-    kc_bind(c, offsetof(kann_conv2d_winograd_args, residual), n->epi.residual, 0, 0);
-    kc_bind(c, offsetof(kann_conv2d_winograd_args, y), y, 0, 1);
-    /* the transformed tiles: a tile along output channels transforms them all */
-    kc_bind_scratch(g, p, c, offsetof(kann_conv2d_winograd_args, scratch), "winograd_tiles",
-                    (int64_t)kann_wino_scratch_floats((uint64_t)positions, a->c_in,
-                                                      (uint64_t)tiles));
-    kc_set_tile(c, a->c_out, KANN_WINO_CHANNEL_GRANULE, (uint32_t)tiles, KANN_CONV_PIXEL_GRANULE);
-    c->macs = (double)a->c_out * a->h_out * a->w_out * a->c_in * 9;
-    c->axis0_whole = (double)positions * a->c_in * (double)tiles;
-    /* a block's transforms take 16 tiles a vector: a part of a block costs about a whole one
-     * (one thread: 17 tiles of a 7x7 grid took as long as the other 32) */
-    c->whole_granules = 2;
+    winograd_call(g, p, id, a, x, 0, u, b, n->epi.residual, y, 0);
 }
 
 /* A conv2d_packed call of args over x, the packed weights, bias, residual and y (each at its
@@ -694,22 +735,7 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
     uint32_t groups = c2->group ? c2->group : 1;
-    kann_conv2d_packed_args args = {0}, *a = &args;
-    a->c_in = c2->c_in / groups;
-    a->h_in = c2->h_in;
-    a->w_in = c2->w_in;
-    a->c_out = c2->c_out / groups;
-    a->h_out = c2->h_out;
-    a->w_out = c2->w_out;
-    a->k_h = c2->k_h;
-    a->k_w = c2->k_w;
-    a->stride_h = c2->stride_h;
-    a->stride_w = c2->stride_w;
-    a->dil_h = c2->dil_h;
-    a->dil_w = c2->dil_w;
-    a->pad_top = c2->pad_top;
-    a->pad_left = c2->pad_left;
-    a->act = c2->act;
+    kann_conv2d_packed_args args = packed_args_of(c2, groups), *a = &args;
     size_t K = (size_t)a->c_in * a->k_h * a->k_w;
     if (groups == 1 && kann_conv2d_packed_stem(a) && lower_conv_maxpool(g, p, id, a, d)) return;
     if (groups == 1 && !p->keep_heads && kann_conv2d_packed_pointwise(a) &&
@@ -765,6 +791,309 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
             c->axis0_whole = (double)K * hw;
         }
     }
+}
+
+/* ---- unpadded group-1 convs the lowering builds itself ------------------------------------
+ * A 3-D conv's depth slices and a transposed conv's phases: convs over an input that already
+ * holds the zeros their windows read (no padding), with constant weights packed once for the
+ * calls that share them; Winograd where the shape fits (3x3, stride 1, 16 channels or more), else
+ * conv2d_packed, reading its windows in place where it can. */
+typedef struct conv_way {
+    kann_conv2d_args c2;
+    int winograd;
+    kann_wino_transform t;
+    int u; /* the packed panels, or the Winograd transformed weights */
+} conv_way;
+
+/* The way of c2 (padding 0, every window inside x) and its weights w [c_out][c_in][k_h][k_w]. */
+static conv_way conv_way_of(kc_graph *g, const kc_program *p, const kann_conv2d_args *c2, int w) {
+    conv_way cw = {*c2, 0, KANN_WINO_F2X2, -1};
+    size_t K = (size_t)c2->c_in * c2->k_h * c2->k_w;
+    cw.winograd = winograd_shape(c2) && winograd_tiles2(c2) >= KANN_WINO_MIN_TILES;
+    if (cw.winograd) {
+        cw.t = winograd_transform(c2, p->streams);
+        cw.u = pack_winograd_weights(g, w, c2->c_out, c2->c_in, cw.t);
+    } else {
+        cw.u = pack_weight_panels(g, w, 0, c2->c_out, K, 0, K);
+    }
+    return cw;
+}
+
+/* The call of way cw over x and into y (at their byte offsets), bias b (-1: none). */
+static void conv_way_call(kc_graph *g, kc_program *p, int id, const conv_way *cw, int x,
+                          int64_t x_off, int b, int y, int64_t y_off) {
+    const kann_conv2d_args *c2 = &cw->c2;
+    if (cw->winograd) {
+        kann_conv2d_winograd_args a = winograd_args_of(c2, cw->t);
+        winograd_call(g, p, id, &a, x, x_off, cw->u, b, -1, y, y_off);
+        return;
+    }
+    kann_conv2d_packed_args a = packed_args_of(c2, 1);
+    kc_call *c = packed_call(g, p, id, &a, x, x_off, cw->u, b, 0, -1, 0, y, y_off);
+    if (!kann_conv2d_packed_pointwise(&a) && !kann_conv2d_packed_wide(&a)) {
+        /* the gathered B of a tile's pixels: a tile along output channels gathers them all */
+        int64_t g32 = KANN_CONV_PIXEL_GRANULE, hw = (int64_t)a.h_out * a.w_out;
+        int64_t K = (int64_t)a.c_in * a.k_h * a.k_w;
+        kc_bind_scratch(g, p, c, offsetof(kann_conv2d_packed_args, scratch), "im2col",
+                        K * ((hw + g32 - 1) / g32 * g32));
+        c->axis0_whole = (double)K * hw;
+    }
+}
+
+/* ---- a 3-D conv as 2-D convs, one an output depth slice -----------------------------------
+ * Its input is padded once (pad) to the depth slices, rows and columns the windows reach and
+ * turned depth-major (strided copy): [depth][c_in][h][w]. The k_d input slices an output slice
+ * reads are then k_d * c_in consecutive planes: the input of a 2-D conv with that many channels
+ * and the weights [c_out][k_d][c_in][k_h][k_w], packed once for all the slices. Each output slice
+ * is a conv2d_packed call, or for 3x3 at stride 1 a conv2d_winograd one, into a depth-major
+ * output turned back (strided copy) to [c_out][depth][h][w]. The direct conv_nd kernel keeps
+ * grouped, batched and depth-dilated convs and runtime weights. */
+
+/* A new float value of rank dims (at most 4) named after value of with suffix what. */
+static int f32_value(kc_graph *g, int of, const char *what, int rank, const int64_t *dims) {
+    int v = kc_add_value(g, kc_unique_name(g, kc_sprintf(g, "%s.%s", kc_val(g, of)->name, what)));
+    kc_value *pv = &g->values[v];
+    pv->dtype = KC_DTYPE_FLOAT;
+    pv->rank = rank;
+    for (int i = 0; i < rank; i++)
+        pv->dims[i] = dims[i];
+    return v;
+}
+
+/* x [C][D][H][W] gathered depth-major into [Dr][C][Hr][Wr], d, h and w moved by pad {pd, ph, pw}
+ * and zeros around them (strided copies: one of x's elements, the others of a zero at stride 0);
+ * x itself where that is its layout already. */
+static int gather_volume(kc_graph *g, kc_program *p, int id, int x, const int64_t *in,
+                         const int64_t *reach, const int64_t *pad) {
+    int64_t C = in[0], D = in[1], H = in[2], W = in[3], Dr = reach[0], Hr = reach[1], Wr = reach[2],
+            pd = pad[0] < reach[0] ? pad[0] : reach[0], ph = pad[1], pw = pad[2];
+    if (pd == 0 && ph == 0 && pw == 0 && Hr == H && Wr == W && Dr <= D && (C == 1 || Dr == 1))
+        return x;
+    /* the slices, rows and columns of x the windows read */
+    int64_t Dc = D < Dr - pd ? D : Dr - pd, Hc = H < Hr - ph ? H : Hr - ph,
+            Wc = W < Wr - pw ? W : Wr - pw;
+    Dc = Dc > 0 ? Dc : 0;
+    Hc = Dc > 0 && Hc > 0 ? Hc : 0;
+    Wc = Hc > 0 && Wc > 0 ? Wc : 0;
+    if (Hc == 0 || Wc == 0) Dc = Hc = Wc = 0;
+    int64_t dims[4] = {Dr * C, Hr, Wr}, plane = Hr * Wr, slice = C * plane;
+    int v = f32_value(g, x, "depth_major", 3, dims);
+    static const float zero = 0.0f;
+    int64_t one = 1, z0[4] = {0, 0, 0, 0};
+    int zv = kc_new_const_f32(g, "zero", 1, &one, &zero);
+    /* zeros: the slices before and after x's, then the rows above and below and the columns
+     * left and right of x's planes */
+    int64_t inner = pd + Dc, top = ph + Hc, left = pw + Wc, planes = Dc * C;
+    int64_t fills[6][4] = {
+        {pd * slice, 1, 1, 0},
+        {(Dr - inner) * slice, 1, 1, inner * slice},
+        {planes, ph * Wr, 1, pd * slice},
+        {planes, (Hr - top) * Wr, 1, pd * slice + top * Wr},
+        {planes, Hc, pw, pd * slice + ph * Wr},
+        {planes, Hc, Wr - left, pd * slice + ph * Wr + left},
+    };
+    for (int f = 0; f < 6; f++) {
+        int64_t fd[3] = {fills[f][0], fills[f][1], fills[f][2]};
+        int64_t ys[3] = {f < 2 ? 1 : plane, f < 4 ? 1 : Wr, 1};
+        kc_emit_strided_copy(g, p, id, zv, 0, v, fills[f][3], 3, fd, z0, ys);
+    }
+    int64_t cd[4] = {C, Dc, Hc, Wc}, xs[4] = {D * H * W, H * W, W, 1},
+            ys[4] = {plane, slice, Wr, 1};
+    kc_emit_strided_copy(g, p, id, x, 0, v, pd * slice + ph * Wr + pw, 4, cd, xs, ys);
+    return v;
+}
+
+/* v [a][b][n] copied into value to as [b][a][n]. */
+static void swap_outer(kc_graph *g, kc_program *p, int id, int v, int64_t a, int64_t b, int64_t n,
+                       int to) {
+    int64_t dims[3] = {a, b, n}, xs[3] = {b * n, n, 1}, ys[3] = {n, a * n, 1};
+    kc_emit_strided_copy(g, p, id, v, 0, to, 0, 3, dims, xs, ys);
+}
+
+/* Lowers Conv node id over a 3-D window as 2-D convs (above), act fused into their stores; 0
+ * where it does not apply (nothing lowered). */
+int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const kc_window *win, kann_act act) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
+    const kc_value *xv = kc_val(g, x), *wv = kc_val(g, w);
+    if (win->n_spatial != 3 || kc_attr_int(n, "group", 1) != 1 || xv->rank != 5 ||
+        xv->dims[0] != 1 || !kc_is_const(g, w) || win->dilation[0] != 1)
+        return 0;
+    int64_t C = xv->dims[1], M = wv->dims[0], kd = win->kernel[0], kh = win->kernel[1],
+            kw = win->kernel[2];
+    int64_t Do = win->out[0], Ho = win->out[1], Wo = win->out[2];
+    /* the slices, rows and columns the windows reach */
+    int64_t Dr = (Do - 1) * win->stride[0] + kd,
+            Hr = (Ho - 1) * win->stride[1] + (kh - 1) * win->dilation[1] + 1,
+            Wr = (Wo - 1) * win->stride[2] + (kw - 1) * win->dilation[2] + 1;
+    if (C < 1 || M < 1 || Do < 1 || Ho < 1 || Wo < 1 || kd * C > INT32_MAX ||
+        Dr * C * Hr * Wr > INT32_MAX || Do * M * Ho * Wo > INT32_MAX)
+        return 0;
+    int64_t in[4] = {C, win->in[0], win->in[1], win->in[2]}, reach[3] = {Dr, Hr, Wr};
+    int xt = gather_volume(g, p, id, x, in, reach, win->pad_begin);
+    /* the weights [M][kd][C][kh][kw] */
+    int64_t taps = kh * kw, K = kd * C * taps;
+    float *wt = malloc(sizeof(float) * (size_t)(M * K));
+    if (!wt) abort();
+    const float *src = wv->data;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t z = 0; z < kd; z++)
+                memcpy(wt + ((m * kd + z) * C + c) * taps, src + ((m * C + c) * kd + z) * taps,
+                       sizeof(float) * (size_t)taps);
+    int64_t wdims[4] = {M, kd * C, kh, kw};
+    int w2 = kc_new_const_f32(g, kc_sprintf(g, "%s.depth_major", wv->name), 4, wdims, wt);
+    free(wt);
+    kann_conv2d_args c2 = {0};
+    c2.n = 1;
+    c2.c_in = (uint32_t)(kd * C);
+    c2.c_out = (uint32_t)M;
+    c2.h_in = (uint32_t)Hr;
+    c2.w_in = (uint32_t)Wr;
+    c2.h_out = (uint32_t)Ho;
+    c2.w_out = (uint32_t)Wo;
+    c2.k_h = (uint32_t)kh;
+    c2.k_w = (uint32_t)kw;
+    c2.stride_h = (uint32_t)win->stride[1];
+    c2.stride_w = (uint32_t)win->stride[2];
+    c2.dil_h = (uint32_t)win->dilation[1];
+    c2.dil_w = (uint32_t)win->dilation[2];
+    c2.group = 1;
+    c2.act = act;
+    /* the output slices: straight into y where its layout is already depth-major */
+    int64_t hw_out = Ho * Wo, fl = (int64_t)sizeof(float);
+    int64_t yt_dims[3] = {Do, M, hw_out};
+    int yt = Do == 1 || M == 1 ? y : f32_value(g, y, "depth_major", 3, yt_dims);
+    int64_t x_step = win->stride[0] * C * Hr * Wr * fl, y_step = M * hw_out * fl;
+    conv_way cw = conv_way_of(g, p, &c2, w2);
+    for (int64_t od = 0; od < Do; od++)
+        conv_way_call(g, p, id, &cw, xt, od * x_step, b, yt, od * y_step);
+    if (yt != y) swap_outer(g, p, id, yt, Do, M, hw_out, y);
+    return 1;
+}
+
+/* ---- a transposed conv as strided-1 convs, one an output phase ----------------------------
+ * Along an axis of stride s, output o = i * s - pad + k takes the taps k = o + pad (mod s): the
+ * outputs of one phase r = o mod s read the taps k0 + s t of one residue k0 = (r + pad) mod s,
+ * y[q s + r] = sum_t x[q + c - t] W[k0 + s t], c = (r + pad - k0) / s, a plain stride-1
+ * correlation with the phase's taps reversed. So each of the s_h * s_w phases is a conv
+ * (conv2d_packed, or Winograd for 3x3 phases) over the input padded once for all of them, its
+ * output (a row or column ahead where the phase starts late, the rows past x reading zeros)
+ * interleaved into y by a strided copy; bias and activation fused into the convs. A phase with
+ * no tap (a kernel shorter than the stride) is a 1x1 conv of zero weights: the bias alone. The
+ * reference conv_transpose kernel keeps groups, dilations, batches, 3-D and runtime weights. */
+typedef struct phase_axis {
+    int64_t k0, taps; /* the phase's first tap and its count (at least 1) */
+    int64_t lead;     /* input positions before x its first output reads */
+    int64_t outs;     /* its outputs in y */
+} phase_axis;
+
+static phase_axis phase_of(int64_t r, int64_t out, int64_t k, int64_t s, int64_t pad) {
+    phase_axis a;
+    a.k0 = (r + pad) % s;
+    int64_t t = a.k0 < k ? (k - a.k0 + s - 1) / s : 0;
+    a.taps = t > 0 ? t : 1;
+    a.lead = a.taps - 1 - (r + pad - a.k0) / s;
+    a.outs = r < out ? (out - r + s - 1) / s : 0;
+    return a;
+}
+
+int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
+                                   const kc_conv_transpose *ct) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
+    const kc_value *xv = kc_val(g, x);
+    if (ct->n_spatial > 2 || ct->group != 1 || xv->dims[0] != 1 || !kc_is_const(g, w)) return 0;
+    int two = ct->n_spatial == 2;
+    int64_t in[2] = {two ? ct->in[0] : 1, ct->in[two]},
+            out[2] = {two ? ct->out[0] : 1, ct->out[two]},
+            k[2] = {two ? ct->kernel[0] : 1, ct->kernel[two]},
+            s[2] = {two ? ct->stride[0] : 1, ct->stride[two]},
+            pad[2] = {two ? ct->pad_begin[0] : 0, ct->pad_begin[two]};
+    if ((two && ct->dilation[0] != 1) || ct->dilation[two] != 1 || s[0] * s[1] > 64) return 0;
+    int64_t C = xv->dims[1], M = ct->c_out;
+    /* the padding every phase's windows need before x, and the extent they reach */
+    int64_t lo[2] = {0, 0}, reach[2] = {in[0], in[1]};
+    for (int ax = 0; ax < 2; ax++)
+        for (int64_t r = 0; r < s[ax]; r++) {
+            phase_axis a = phase_of(r, out[ax], k[ax], s[ax], pad[ax]);
+            lo[ax] = a.lead > lo[ax] ? a.lead : lo[ax];
+        }
+    for (int ax = 0; ax < 2; ax++) {
+        reach[ax] += lo[ax];
+        for (int64_t r = 0; r < s[ax]; r++) {
+            phase_axis a = phase_of(r, out[ax], k[ax], s[ax], pad[ax]);
+            int64_t need = lo[ax] - a.lead + a.outs + a.taps - 1;
+            reach[ax] = need > reach[ax] ? need : reach[ax];
+        }
+    }
+    if (C * reach[0] * reach[1] > INT32_MAX || M * reach[0] * reach[1] > INT32_MAX) return 0;
+    kann_conv2d_args c2 = {0};
+    c2.n = 1;
+    c2.c_in = (uint32_t)C;
+    c2.h_in = (uint32_t)in[0];
+    c2.w_in = (uint32_t)in[1];
+    c2.pad_top = (uint32_t)lo[0];
+    c2.pad_left = (uint32_t)lo[1];
+    if (lo[0] || lo[1] || reach[0] != in[0] || reach[1] != in[1])
+        x = pad_input(g, p, id, x, &c2, (uint32_t)reach[0], (uint32_t)reach[1]);
+    const float *wsrc = kc_val(g, w)->data; /* [C][M][k_h][k_w] */
+    kann_act act = kc_node_act(n);
+    for (int64_t rh = 0; rh < s[0]; rh++)
+        for (int64_t rw = 0; rw < s[1]; rw++) {
+            phase_axis ah = phase_of(rh, out[0], k[0], s[0], pad[0]),
+                       aw = phase_of(rw, out[1], k[1], s[1], pad[1]);
+            if (ah.outs == 0 || aw.outs == 0) continue;
+            /* the phase's kernel [M][C][taps_h][taps_w], its taps reversed */
+            int64_t th = ah.taps, tw = aw.taps, K = C * th * tw;
+            float *v = calloc((size_t)(M * K), sizeof(float));
+            if (!v) abort();
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t jh = 0; jh < th; jh++)
+                        for (int64_t jw = 0; jw < tw; jw++) {
+                            int64_t kh = ah.k0 + s[0] * (th - 1 - jh),
+                                    kw = aw.k0 + s[1] * (tw - 1 - jw);
+                            if (kh < k[0] && kw < k[1])
+                                v[((m * C + c) * th + jh) * tw + jw] =
+                                    wsrc[((c * M + m) * k[0] + kh) * k[1] + kw];
+                        }
+            int64_t vdims[4] = {M, C, th, tw};
+            int wv = kc_new_const_f32(g,
+                                      kc_sprintf(g, "%s.phase%lld_%lld", kc_val(g, w)->name,
+                                                 (long long)rh, (long long)rw),
+                                      4, vdims, v);
+            free(v);
+            /* the phase's conv: its first outputs dropped where it starts after others */
+            int64_t eh = lo[0] - ah.lead, ew = lo[1] - aw.lead;
+            kann_conv2d_args pc = {0};
+            pc.n = 1;
+            pc.c_in = (uint32_t)C;
+            pc.c_out = (uint32_t)M;
+            pc.h_in = (uint32_t)reach[0];
+            pc.w_in = (uint32_t)reach[1];
+            pc.h_out = (uint32_t)(eh + ah.outs);
+            pc.w_out = (uint32_t)(ew + aw.outs);
+            pc.k_h = (uint32_t)th;
+            pc.k_w = (uint32_t)tw;
+            pc.stride_h = pc.stride_w = pc.dil_h = pc.dil_w = 1;
+            pc.group = 1;
+            pc.act = act;
+            int whole = s[0] == 1 && s[1] == 1 && eh == 0 && ew == 0;
+            int z = whole ? y
+                          : planes_value(
+                                g, y, kc_sprintf(g, "phase%lld_%lld", (long long)rh, (long long)rw),
+                                pc.c_out, pc.h_out, pc.w_out);
+            conv_way cw = conv_way_of(g, p, &pc, wv);
+            conv_way_call(g, p, id, &cw, x, 0, b, z, 0);
+            if (whole) continue;
+            int64_t dims[3] = {M, ah.outs, aw.outs},
+                    zs[3] = {(int64_t)pc.h_out * pc.w_out, pc.w_out, 1},
+                    ys[3] = {out[0] * out[1], s[0] * out[1], s[1]};
+            kc_emit_strided_copy(g, p, id, z, eh * pc.w_out + ew, y, rh * out[1] + rw, 3, dims, zs,
+                                 ys);
+        }
+    return 1;
 }
 
 /* Grouped convs (not depthwise) as one packed conv per group, where the groups are few enough

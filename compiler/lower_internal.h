@@ -43,6 +43,15 @@ void kc_add_copy(kc_graph *g, kc_program *p, int node, int src, int64_t src_off,
 void kc_matmul_row_bias(const kc_node *n, kc_call *c);
 
 int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d);
+/* A 3-D Conv as 2-D convs over depth slices (lower_conv.c), act fused; 0 where it does not
+ * apply and nothing was lowered. */
+struct kc_window;
+int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const struct kc_window *win, kann_act act);
+/* A 1-D or 2-D ConvTranspose as stride-1 convs over its output phases (lower_conv.c); 0 where
+ * that does not apply and nothing was lowered. */
+struct kc_conv_transpose;
+int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
+                                   const struct kc_conv_transpose *ct);
 int kc_lower_gemm(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_matmul(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_einsum(kc_graph *g, kc_program *p, int id, kc_diag *d);

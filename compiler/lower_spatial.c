@@ -17,6 +17,7 @@ int kc_lower_conv_transpose(kc_graph *g, kc_program *p, int id, kc_diag *d) {
         return 1;
     kc_conv_transpose ct;
     if (kc_conv_transpose_of(g, id, &ct, d)) return 1;
+    if (kc_lower_conv_transpose_phases(g, p, id, &ct)) return 0;
     const kc_value *xv = kc_val(g, x);
     kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV_TRANSPOSE, id);
     kann_conv_transpose_args *a = c->args;
@@ -274,6 +275,28 @@ int kc_lower_pool_nd(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     return 0;
 }
 
+/* The direct conv_nd call of Conv node id over window win, act fused. */
+static void conv_nd_call(kc_graph *g, kc_program *p, int id, const kc_window *win, kann_act act) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
+    const kc_value *xv = kc_val(g, x), *wv = kc_val(g, w);
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV_ND, id);
+    kann_conv_nd_args *a = c->args;
+    a->n = (uint32_t)xv->dims[0];
+    a->c_in = (uint32_t)xv->dims[1];
+    a->c_out = (uint32_t)wv->dims[0];
+    a->group = (uint32_t)kc_attr_int(n, "group", 1);
+    window_3(win, a->in, a->out, a->k, a->stride, a->dil, a->pad, NULL);
+    a->act = act;
+    kc_bind(c, offsetof(kann_conv_nd_args, x), x, 0, 0);
+    kc_bind(c, offsetof(kann_conv_nd_args, w), w, 0, 0);
+    kc_bind(c, offsetof(kann_conv_nd_args, bias), b, 0, 0);
+    kc_bind(c, offsetof(kann_conv_nd_args, y), y, 0, 1);
+    kc_set_tile(c, a->n * a->c_out, 1, 0, 0);
+    c->macs = (double)kc_value_numel(kc_val(g, y)) * (double)(a->c_in / a->group) * a->k[0] *
+              a->k[1] * a->k[2];
+}
+
 int kc_lower_conv_nd(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
@@ -282,23 +305,9 @@ int kc_lower_conv_nd(kc_graph *g, kc_program *p, int id, kc_diag *d) {
         return 1;
     kc_window win;
     if (kc_window_of(g, id, &win, d)) return 1;
-    const kc_value *xv = kc_val(g, x), *wv = kc_val(g, w);
-    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_CONV_ND, id);
-    kann_conv_nd_args *a = c->args;
-    a->n = (uint32_t)xv->dims[0];
-    a->c_in = (uint32_t)xv->dims[1];
-    a->c_out = (uint32_t)wv->dims[0];
-    a->group = (uint32_t)kc_attr_int(n, "group", 1);
-    window_3(&win, a->in, a->out, a->k, a->stride, a->dil, a->pad, NULL);
     int residual = n->epi.residual;
-    if (residual < 0) a->act = kc_node_act(n);
-    kc_bind(c, offsetof(kann_conv_nd_args, x), x, 0, 0);
-    kc_bind(c, offsetof(kann_conv_nd_args, w), w, 0, 0);
-    kc_bind(c, offsetof(kann_conv_nd_args, bias), b, 0, 0);
-    kc_bind(c, offsetof(kann_conv_nd_args, y), y, 0, 1);
-    kc_set_tile(c, a->n * a->c_out, 1, 0, 0);
-    c->macs = (double)kc_value_numel(kc_val(g, y)) * (double)(a->c_in / a->group) * a->k[0] *
-              a->k[1] * a->k[2];
+    kann_act act = residual < 0 ? kc_node_act(n) : (kann_act){0};
+    if (!kc_lower_conv3d(g, p, id, &win, act)) conv_nd_call(g, p, id, &win, act);
     if (residual >= 0) { /* a fused residual Add: y = act(y + residual), in place */
         kc_call *r = kc_new_call(g, p, KANN_KERNEL_F32_BINARY, id);
         kann_binary_args *ba = r->args;

@@ -1,6 +1,6 @@
 /* Pass 4, fold: an inference BatchNormalization, or a per-channel constant Mul/Add, that follows
- * a Conv/Gemm/MatMul is an affine map per output feature, so it folds into that node's weights
- * and bias and costs nothing at run time. */
+ * a Conv/ConvTranspose/Gemm/MatMul is an affine map per output feature, so it folds into that
+ * node's weights and bias and costs nothing at run time. */
 #include <math.h>
 #include <string.h>
 
@@ -72,17 +72,29 @@ typedef struct affine {
     double *shift; /* NULL: 0 */
 } affine;
 
-/* Folds the affine map into a Conv: weights [M][C/group][k...] scale per output channel m. */
+/* The output channel that weight element i of Conv or ConvTranspose node n scales: a Conv's
+ * weights are [M][C/group][k...], a ConvTranspose's [C][M/group][k...] (channel c's group
+ * c / (C/group) writes outputs group * M/group on). */
+static int64_t weight_channel(const kc_node *n, int64_t group, const kc_value *wv, int64_t i) {
+    int64_t rows = wv->dims[0], per = kc_value_numel(wv) / rows;
+    if (n->op == KC_OP_Conv) return i / per;
+    int64_t cols = wv->dims[1], taps = per / cols;
+    int64_t c = i / per, j = i % per / taps;
+    return c / (rows / group) * cols + j;
+}
+
+/* Folds the affine map into a Conv or ConvTranspose: weights scale per output channel m. */
 static void fold_into_conv(kc_graph *g, int p, const affine *a) {
-    int w = g->nodes[p].inputs[1], b = node_input(&g->nodes[p], 2);
+    const kc_node *n = &g->nodes[p];
+    int w = n->inputs[1], b = node_input(n, 2);
     const kc_value *wv = &g->values[w];
-    int64_t m_count = wv->dims[0], per = kc_value_numel(wv) / m_count;
+    int64_t m_count = a->channels, numel = kc_value_numel(wv);
     const float *wd = f32_data(g, w), *bd = b >= 0 ? f32_data(g, b) : NULL;
     if (a->scale) {
-        float *nw = kc_alloc(g, sizeof(float) * (size_t)(m_count * per));
-        for (int64_t m = 0; m < m_count; m++)
-            for (int64_t j = 0; j < per; j++)
-                nw[m * per + j] = (float)((double)wd[m * per + j] * a->scale[m]);
+        int64_t group = kc_attr_int(n, "group", 1);
+        float *nw = kc_alloc(g, sizeof(float) * (size_t)numel);
+        for (int64_t i = 0; i < numel; i++)
+            nw[i] = (float)((double)wd[i] * a->scale[weight_channel(n, group, wv, i)]);
         int64_t dims[KC_MAX_RANK];
         memcpy(dims, wv->dims, sizeof dims);
         int rank = wv->rank;
@@ -103,9 +115,13 @@ static void fold_into_conv(kc_graph *g, int p, const affine *a) {
 
 static int conv_foldable(const kc_graph *g, int p, int64_t channels) {
     const kc_node *n = &g->nodes[p];
-    if (n->op != KC_OP_Conv || n->n_inputs < 2) return 0;
+    if ((n->op != KC_OP_Conv && n->op != KC_OP_ConvTranspose) || n->n_inputs < 2) return 0;
     int w = n->inputs[1], b = node_input(n, 2);
-    if (f32_const_numel(g, w) < 0 || g->values[w].rank < 1 || g->values[w].dims[0] != channels)
+    if (f32_const_numel(g, w) < 0 || g->values[w].rank < 3) return 0;
+    const kc_value *wv = &g->values[w];
+    int64_t group = kc_attr_int(n, "group", 1);
+    int64_t outs = n->op == KC_OP_Conv ? wv->dims[0] : wv->dims[1] * group;
+    if (outs != channels || (n->op == KC_OP_ConvTranspose && (group < 1 || wv->dims[0] % group)))
         return 0;
     return b < 0 || f32_const_numel(g, b) == channels;
 }

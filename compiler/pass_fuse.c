@@ -66,6 +66,7 @@ static int fuse_residual(kc_graph *g, int ai, kc_stats *st) {
 static int is_act_producer(int op) {
     switch (op) {
     case KC_OP_Conv:
+    case KC_OP_ConvTranspose:
     case KC_OP_Gemm:
     case KC_OP_MatMul:
     case KC_OP_Add:

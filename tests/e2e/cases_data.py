@@ -6,7 +6,7 @@ ShuffleNetV2 unit, a UNet-style decoder). Same conventions as cases.py: each cas
 import numpy as np
 from onnx import TensorProto, helper
 
-from cases import const, model, randn, rng, vi
+from cases import const, conv_case, model, randn, rng, vi
 
 F, I64, I32 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32
 
@@ -167,6 +167,30 @@ def spatial_cases():
     yield conv_transpose_case("convt_1d", [1, 3, 7], [3, 4, 3], 155, strides=[2])
     yield conv_transpose_case("convt_3d", [1, 2, 3, 4, 3], [2, 2, 2, 3, 2], 156,
                               strides=[1, 2, 2])
+    # group-1 transposed convs as stride-1 convs, one per output phase (kernel 4 stride 2 of a
+    # DCGAN, 2x2 stride 2 of a U-Net: 1x1 phases, a kernel shorter than its stride: phases of
+    # bias alone, 3x3 stride 1 on Winograd: the output written straight)
+    yield conv_transpose_case("convt_k4s2p1", [1, 20, 6, 7], [20, 12, 4, 4], 158, strides=[2, 2],
+                              pads=[1, 1, 1, 1])
+    yield conv_transpose_case("convt_k2s2_unet", [1, 16, 5, 6], [16, 8, 2, 2], 159,
+                              strides=[2, 2])
+    yield conv_transpose_case("convt_k1s3", [1, 3, 4, 4], [3, 5, 1, 1], 160, strides=[3, 2])
+    yield conv_transpose_case("convt_k3s1_winograd", [1, 16, 9, 10], [16, 17, 3, 3], 161,
+                              pads=[1, 1, 1, 1])
+    yield conv_transpose_case("convt_asym_pads", [1, 5, 7, 5], [5, 6, 5, 3], 162, bias=False,
+                              strides=[3, 2], pads=[3, 0, 1, 2])
+    # ConvTranspose, BatchNormalization, ReLU (a DCGAN generator's layer): the batch norm folds
+    # into the weights, the ReLU into the stores
+    r = rng(163)
+    nodes = [helper.make_node("ConvTranspose", ["x", "W"], ["t"], strides=[2, 2],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["t", "g", "b", "mu", "var"], ["u"]),
+             helper.make_node("Relu", ["u"], ["y"])]
+    inits = [const("W", randn(r, 8, 6, 4, 4, scale=0.3)), const("g", randn(r, 6) * 0.5 + 1),
+             const("b", randn(r, 6)), const("mu", randn(r, 6)),
+             const("var", np.abs(randn(r, 6)) + 0.5)]
+    yield ("convt_bn_relu", model(nodes, [vi("x", [1, 8, 4, 4])], [vi("y", None)], inits),
+           {"x": randn(r, 1, 8, 4, 4)}, [])
     gm = helper.make_node("GlobalMaxPool", ["x"], ["y"])
     r = rng(157)
     yield "global_maxpool", model([gm], [vi("x", [1, 5, 4, 3])], [vi("y", None)]), \
@@ -298,6 +322,30 @@ def volume_cases():
     m = model(nodes, [vi("x", [1, 4, 4, 5, 3])], [vi("y", None)],
               [const("w", randn(r, 6, 2, 3, 2, 3, scale=0.3)), const("b", randn(r, 6))])
     yield "conv3d_groups_relu", m, {"x": randn(r, 1, 4, 4, 5, 3)}, []
+    # group-1 3-D convs go as 2-D convs over depth slices: 3x3 at stride 1 on Winograd (8 x 3
+    # channels), others on the packed kernel; the input gathered depth-major with its padding
+    # (asymmetric, past the kernel, or cropped where the windows stop short), the output turned
+    # back unless it is a single slice or channel
+    yield conv_case("conv3d_winograd", [1, 8, 4, 9, 10], [16, 8, 3, 3, 3], 213,
+                    pads=[1, 1, 1, 1, 1, 1])
+    yield conv_case("conv3d_packed_odd", [1, 5, 5, 7, 6], [7, 5, 3, 3, 3], 214,
+                    pads=[1, 1, 1, 1, 1, 1])
+    yield conv_case("conv3d_stem_nobias", [1, 3, 4, 15, 14], [6, 3, 3, 7, 7], 215, bias=False,
+                    strides=[1, 2, 2], pads=[1, 3, 3, 1, 3, 3])
+    yield conv_case("conv3d_pointwise_stride2", [1, 6, 5, 9, 9], [10, 6, 1, 1, 1], 216,
+                    strides=[2, 2, 2])
+    yield conv_case("conv3d_asym_dilated", [1, 4, 7, 8, 9], [5, 4, 2, 3, 2], 217,
+                    strides=[2, 1, 2], dilations=[1, 2, 1], pads=[2, 1, 0, 0, 2, 1])
+    yield conv_case("conv3d_one_slice", [1, 4, 3, 6, 6], [9, 4, 3, 3, 3], 218, pads=[0, 1, 1, 0, 1, 1])
+    yield conv_case("conv3d_one_channel", [1, 3, 5, 6, 6], [1, 3, 3, 3, 3], 219, pads=[1, 1, 1, 1, 1, 1])
+    yield conv_case("conv3d_depth_dilated", [1, 3, 7, 5, 5], [4, 3, 3, 3, 3], 220,
+                    dilations=[2, 1, 1], pads=[2, 1, 1, 2, 1, 1])
+    r = rng(221)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "x"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+    m = model(nodes, [vi("x", [1, 16, 4, 6, 7])], [vi("y", None)],
+              [const("w", randn(r, 16, 16, 3, 3, 3, scale=0.1)), const("b", randn(r, 16))])
+    yield "conv3d_residual_relu", m, {"x": randn(r, 1, 16, 4, 6, 7)}, []
     yield one("avgpool3d_pads", "AveragePool", [1, 2, 5, 4, 6], 211, kernel_shape=[2, 3, 2],
               strides=[2, 1, 2], pads=[1, 1, 0, 0, 1, 1], count_include_pad=1)
     yield one("maxpool3d_ceil", "MaxPool", [1, 2, 5, 5, 4], 212, kernel_shape=[3, 2, 2],
