@@ -84,7 +84,10 @@ static int lanes_plan_of(const kann_conv2d_packed_args *a, const kann_exec *ex, 
      * one row does not fit */
     while (pl->cb > 1 && pl->cb * reach * pl->w_p > LANES_BAND_FLOATS)
         pl->cb--;
-    if (reach * pl->w_p > LANES_BAND_FLOATS) return 0;
+    /* rows so wide that a block holds a few channels' rows: the sums would go through the
+     * staging buffer every few steps (a 1-D conv of 512 channels over 3199 columns at stride
+     * 2: one channel a block, 24 GFLOPS); the other paths take it */
+    if (reach * pl->w_p > LANES_BAND_FLOATS || 4 * pl->cb * taps < block_k) return 0;
     size_t rows_fit = LANES_BAND_FLOATS / (pl->cb * pl->w_p);
     pl->band_out = (rows_fit - reach) / a->stride_h + 1;
     size_t tile_rows = (pl->p_end - 1) / a->w_out - pl->p_begin / a->w_out + 1;

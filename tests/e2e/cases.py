@@ -93,6 +93,9 @@ def conv_cases():
     yield conv_case("conv_same_lower", [1, 3, 7, 8], [4, 3, 4, 3], 7, auto_pad="SAME_LOWER")
     yield conv_case("conv_valid", [1, 3, 7, 8], [4, 3, 2, 5], 8, auto_pad="VALID")
     yield conv_case("conv_1d", [1, 3, 20], [4, 3, 5], 9, pads=[2, 1], strides=[2])
+    # a 1-D conv at stride 2 over rows wider than the lanes path's band holds a few channels of
+    # (a speech model's feature encoder): another path takes it
+    yield conv_case("conv_1d_wide_stride2", [1, 64, 2101], [48, 64, 3], 14, strides=[2])
     yield conv_case("conv_batch2", [2, 3, 6, 6], [4, 3, 1, 1], 10)
     yield conv_case("conv_1x1_many", [1, 33, 5, 7], [17, 33, 1, 1], 11)
     # Winograd F(2x2) on small maps: one block of 16 tiles (7x7), 25 tiles (9x10) over more
