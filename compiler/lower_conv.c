@@ -259,7 +259,7 @@ static kann_conv2d_packed_args packed_args_of(const kann_conv2d_args *c2, uint32
  * scratch value split by tiles. */
 static kc_call *winograd_call(kc_graph *g, kc_program *p, int id,
                               const kann_conv2d_winograd_args *args, int x, int64_t x_off, int u,
-                              int b, int res, int y, int64_t y_off) {
+                              int b, int64_t b_off, int res, int y, int64_t y_off) {
     const kann_conv2d_winograd_args *a = args;
     int64_t e = a->transform == KANN_WINO_F4X4 ? 4 : 2, fl = (int64_t)sizeof(float);
     int64_t tiles = (int64_t)(a->h_out + e - 1) / e * ((a->w_out + e - 1) / e);
@@ -269,7 +269,7 @@ static kc_call *winograd_call(kc_graph *g, kc_program *p, int id,
     kc_bind_slice(c, offsetof(kann_conv2d_winograd_args, x), x, x_off,
                   (int64_t)a->c_in * a->h_in * a->w_in * fl, 0);
     kc_bind(c, offsetof(kann_conv2d_winograd_args, u), u, 0, 0);
-    kc_bind(c, offsetof(kann_conv2d_winograd_args, bias), b, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_winograd_args, bias), b, b_off, 0);
     kc_bind_slice(c, offsetof(kann_conv2d_winograd_args, residual), res, y_off, out, 0);
     kc_bind_slice(c, offsetof(kann_conv2d_winograd_args, y), y, y_off, out, 1);
     /* the transformed tiles: a tile along output channels transforms them all */
@@ -309,7 +309,7 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
         a->w_in = c2->w_out + 2;
         x = pad_input(g, p, id, x, c2, a->h_in, a->w_in);
     }
-    winograd_call(g, p, id, a, x, 0, u, b, n->epi.residual, y, 0);
+    winograd_call(g, p, id, a, x, 0, u, b, 0, n->epi.residual, y, 0);
 }
 
 /* A conv2d_packed call of args over x, the packed weights, bias, residual and y (each at its
@@ -819,17 +819,17 @@ static conv_way conv_way_of(kc_graph *g, const kc_program *p, const kann_conv2d_
     return cw;
 }
 
-/* The call of way cw over x and into y (at their byte offsets), bias b (-1: none). */
+/* The call of way cw over x, bias b (-1: none) and into y, each at its byte offset. */
 static void conv_way_call(kc_graph *g, kc_program *p, int id, const conv_way *cw, int x,
-                          int64_t x_off, int b, int y, int64_t y_off) {
+                          int64_t x_off, int b, int64_t b_off, int y, int64_t y_off) {
     const kann_conv2d_args *c2 = &cw->c2;
     if (cw->winograd) {
         kann_conv2d_winograd_args a = winograd_args_of(c2, cw->t);
-        winograd_call(g, p, id, &a, x, x_off, cw->u, b, -1, y, y_off);
+        winograd_call(g, p, id, &a, x, x_off, cw->u, b, b_off, -1, y, y_off);
         return;
     }
     kann_conv2d_packed_args a = packed_args_of(c2, 1);
-    kc_call *c = packed_call(g, p, id, &a, x, x_off, cw->u, b, 0, -1, 0, y, y_off);
+    kc_call *c = packed_call(g, p, id, &a, x, x_off, cw->u, b, b_off, -1, 0, y, y_off);
     if (!kann_conv2d_packed_pointwise(&a) && !kann_conv2d_packed_wide(&a)) {
         /* the gathered B of a tile's pixels: a tile along output channels gathers them all */
         int64_t g32 = KANN_CONV_PIXEL_GRANULE, hw = (int64_t)a.h_out * a.w_out;
@@ -841,13 +841,15 @@ static void conv_way_call(kc_graph *g, kc_program *p, int id, const conv_way *cw
 }
 
 /* ---- a 3-D conv as 2-D convs, one an output depth slice -----------------------------------
- * Its input is padded once (pad) to the depth slices, rows and columns the windows reach and
- * turned depth-major (strided copy): [depth][c_in][h][w]. The k_d input slices an output slice
- * reads are then k_d * c_in consecutive planes: the input of a 2-D conv with that many channels
- * and the weights [c_out][k_d][c_in][k_h][k_w], packed once for all the slices. Each output slice
- * is a conv2d_packed call, or for 3x3 at stride 1 a conv2d_winograd one, into a depth-major
- * output turned back (strided copy) to [c_out][depth][h][w]. The direct conv_nd kernel keeps
- * grouped, batched and depth-dilated convs and runtime weights. */
+ * Its input is gathered once (strided copies) with the zeros of its padding, to the depth
+ * slices, rows and columns the windows reach, depth-major: [depth][c_in][h][w]. The k_d input
+ * slices an output slice reads are then k_d * c_in consecutive planes: the input of a 2-D conv
+ * with that many channels and the weights [c_out][k_d][c_in][k_h][k_w], packed once for all the
+ * slices. Each output slice is a conv2d_packed call, or for 3x3 at stride 1 a conv2d_winograd
+ * one, into a depth-major output turned back (strided copy) to [c_out][depth][h][w]. A grouped
+ * conv does this group by group, its input gathered [group][depth][c_in / group][h][w]. The
+ * direct conv_nd kernel keeps depthwise and many-group, batched and depth-dilated convs and
+ * runtime weights. */
 
 /* A new float value of rank dims (at most 4) named after value of with suffix what. */
 static int f32_value(kc_graph *g, int of, const char *what, int rank, const int64_t *dims) {
@@ -860,30 +862,29 @@ static int f32_value(kc_graph *g, int of, const char *what, int rank, const int6
     return v;
 }
 
-/* x [C][D][H][W] gathered depth-major into [Dr][C][Hr][Wr], d, h and w moved by pad {pd, ph, pw}
- * and zeros around them (strided copies: one of x's elements, the others of a zero at stride 0);
- * x itself where that is its layout already. */
-static int gather_volume(kc_graph *g, kc_program *p, int id, int x, const int64_t *in,
+/* x [G * Cg][D][H][W] gathered group- then depth-major into [G][Dr][Cg][Hr][Wr], d, h and w
+ * moved by pad {pd, ph, pw} and zeros around them (strided copies: one of x's elements, the
+ * others of a zero at stride 0); x itself where that is its layout already. */
+static int gather_volume(kc_graph *g, kc_program *p, int id, int x, int64_t G, const int64_t *in,
                          const int64_t *reach, const int64_t *pad) {
-    int64_t C = in[0], D = in[1], H = in[2], W = in[3], Dr = reach[0], Hr = reach[1], Wr = reach[2],
-            pd = pad[0] < reach[0] ? pad[0] : reach[0], ph = pad[1], pw = pad[2];
-    if (pd == 0 && ph == 0 && pw == 0 && Hr == H && Wr == W && Dr <= D && (C == 1 || Dr == 1))
+    int64_t Cg = in[0] / G, D = in[1], H = in[2], W = in[3], Dr = reach[0], Hr = reach[1],
+            Wr = reach[2], pd = pad[0] < reach[0] ? pad[0] : reach[0], ph = pad[1], pw = pad[2];
+    if (pd == 0 && ph == 0 && pw == 0 && Hr == H && Wr == W &&
+        ((Cg == 1 && (Dr == D || (G == 1 && Dr <= D))) || (Dr == 1 && D == 1)))
         return x;
     /* the slices, rows and columns of x the windows read */
     int64_t Dc = D < Dr - pd ? D : Dr - pd, Hc = H < Hr - ph ? H : Hr - ph,
             Wc = W < Wr - pw ? W : Wr - pw;
-    Dc = Dc > 0 ? Dc : 0;
-    Hc = Dc > 0 && Hc > 0 ? Hc : 0;
-    Wc = Hc > 0 && Wc > 0 ? Wc : 0;
-    if (Hc == 0 || Wc == 0) Dc = Hc = Wc = 0;
-    int64_t dims[4] = {Dr * C, Hr, Wr}, plane = Hr * Wr, slice = C * plane;
+    if (Dc <= 0 || Hc <= 0 || Wc <= 0) Dc = Hc = Wc = 0;
+    int64_t plane = Hr * Wr, slice = Cg * plane, group = Dr * slice;
+    int64_t dims[3] = {G * Dr * Cg, Hr, Wr};
     int v = f32_value(g, x, "depth_major", 3, dims);
     static const float zero = 0.0f;
     int64_t one = 1, z0[4] = {0, 0, 0, 0};
     int zv = kc_new_const_f32(g, "zero", 1, &one, &zero);
-    /* zeros: the slices before and after x's, then the rows above and below and the columns
-     * left and right of x's planes */
-    int64_t inner = pd + Dc, top = ph + Hc, left = pw + Wc, planes = Dc * C;
+    /* zeros, in every group: the slices before and after x's, then the rows above and below and
+     * the columns left and right of x's planes */
+    int64_t inner = pd + Dc, top = ph + Hc, left = pw + Wc, planes = Dc * Cg;
     int64_t fills[6][4] = {
         {pd * slice, 1, 1, 0},
         {(Dr - inner) * slice, 1, 1, inner * slice},
@@ -893,61 +894,45 @@ static int gather_volume(kc_graph *g, kc_program *p, int id, int x, const int64_
         {planes, Hc, Wr - left, pd * slice + ph * Wr + left},
     };
     for (int f = 0; f < 6; f++) {
-        int64_t fd[3] = {fills[f][0], fills[f][1], fills[f][2]};
-        int64_t ys[3] = {f < 2 ? 1 : plane, f < 4 ? 1 : Wr, 1};
-        kc_emit_strided_copy(g, p, id, zv, 0, v, fills[f][3], 3, fd, z0, ys);
+        int64_t fd[4] = {G, fills[f][0], fills[f][1], fills[f][2]};
+        int64_t ys[4] = {group, f < 2 ? 1 : plane, f < 4 ? 1 : Wr, 1};
+        kc_emit_strided_copy(g, p, id, zv, 0, v, fills[f][3], 4, fd, z0, ys);
     }
-    int64_t cd[4] = {C, Dc, Hc, Wc}, xs[4] = {D * H * W, H * W, W, 1},
-            ys[4] = {plane, slice, Wr, 1};
-    kc_emit_strided_copy(g, p, id, x, 0, v, pd * slice + ph * Wr + pw, 4, cd, xs, ys);
+    int64_t cd[5] = {G, Cg, Dc, Hc, Wc}, xs[5] = {Cg * D * H * W, D * H * W, H * W, W, 1},
+            ys[5] = {group, plane, slice, Wr, 1};
+    kc_emit_strided_copy(g, p, id, x, 0, v, pd * slice + ph * Wr + pw, 5, cd, xs, ys);
     return v;
 }
 
-/* v [a][b][n] copied into value to as [b][a][n]. */
-static void swap_outer(kc_graph *g, kc_program *p, int id, int v, int64_t a, int64_t b, int64_t n,
-                       int to) {
-    int64_t dims[3] = {a, b, n}, xs[3] = {b * n, n, 1}, ys[3] = {n, a * n, 1};
-    kc_emit_strided_copy(g, p, id, v, 0, to, 0, 3, dims, xs, ys);
-}
-
 /* Lowers Conv node id over a 3-D window as 2-D convs (above), act fused into their stores; 0
- * where it does not apply (nothing lowered). */
+ * where it does not apply (nothing lowered). Grouped convs go group by group where the groups
+ * are few (groups_pack's rule); depthwise and other many-group ones stay on conv_nd. */
 int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const kc_window *win, kann_act act) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
     const kc_value *xv = kc_val(g, x), *wv = kc_val(g, w);
-    if (win->n_spatial != 3 || kc_attr_int(n, "group", 1) != 1 || xv->rank != 5 ||
-        xv->dims[0] != 1 || !kc_is_const(g, w) || win->dilation[0] != 1)
+    int64_t G = kc_attr_int(n, "group", 1);
+    if (win->n_spatial != 3 || xv->rank != 5 || xv->dims[0] != 1 || !kc_is_const(g, w) ||
+        win->dilation[0] != 1 || G < 1)
         return 0;
     int64_t C = xv->dims[1], M = wv->dims[0], kd = win->kernel[0], kh = win->kernel[1],
             kw = win->kernel[2];
+    if (C % G || M % G || (G > 1 && (G > 64 || M / G < 4))) return 0;
+    int64_t Cg = C / G, Mg = M / G;
     int64_t Do = win->out[0], Ho = win->out[1], Wo = win->out[2];
     /* the slices, rows and columns the windows reach */
     int64_t Dr = (Do - 1) * win->stride[0] + kd,
             Hr = (Ho - 1) * win->stride[1] + (kh - 1) * win->dilation[1] + 1,
             Wr = (Wo - 1) * win->stride[2] + (kw - 1) * win->dilation[2] + 1;
-    if (C < 1 || M < 1 || Do < 1 || Ho < 1 || Wo < 1 || kd * C > INT32_MAX ||
+    if (C < 1 || M < 1 || Do < 1 || Ho < 1 || Wo < 1 || kd * Cg > INT32_MAX ||
         Dr * C * Hr * Wr > INT32_MAX || Do * M * Ho * Wo > INT32_MAX)
         return 0;
     int64_t in[4] = {C, win->in[0], win->in[1], win->in[2]}, reach[3] = {Dr, Hr, Wr};
-    int xt = gather_volume(g, p, id, x, in, reach, win->pad_begin);
-    /* the weights [M][kd][C][kh][kw] */
-    int64_t taps = kh * kw, K = kd * C * taps;
-    float *wt = malloc(sizeof(float) * (size_t)(M * K));
-    if (!wt) abort();
-    const float *src = wv->data;
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t z = 0; z < kd; z++)
-                memcpy(wt + ((m * kd + z) * C + c) * taps, src + ((m * C + c) * kd + z) * taps,
-                       sizeof(float) * (size_t)taps);
-    int64_t wdims[4] = {M, kd * C, kh, kw};
-    int w2 = kc_new_const_f32(g, kc_sprintf(g, "%s.depth_major", wv->name), 4, wdims, wt);
-    free(wt);
+    int xt = gather_volume(g, p, id, x, G, in, reach, win->pad_begin);
     kann_conv2d_args c2 = {0};
     c2.n = 1;
-    c2.c_in = (uint32_t)(kd * C);
-    c2.c_out = (uint32_t)M;
+    c2.c_in = (uint32_t)(kd * Cg);
+    c2.c_out = (uint32_t)Mg;
     c2.h_in = (uint32_t)Hr;
     c2.w_in = (uint32_t)Wr;
     c2.h_out = (uint32_t)Ho;
@@ -960,15 +945,36 @@ int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const kc_window *win, ka
     c2.dil_w = (uint32_t)win->dilation[2];
     c2.group = 1;
     c2.act = act;
-    /* the output slices: straight into y where its layout is already depth-major */
-    int64_t hw_out = Ho * Wo, fl = (int64_t)sizeof(float);
-    int64_t yt_dims[3] = {Do, M, hw_out};
-    int yt = Do == 1 || M == 1 ? y : f32_value(g, y, "depth_major", 3, yt_dims);
-    int64_t x_step = win->stride[0] * C * Hr * Wr * fl, y_step = M * hw_out * fl;
-    conv_way cw = conv_way_of(g, p, &c2, w2);
-    for (int64_t od = 0; od < Do; od++)
-        conv_way_call(g, p, id, &cw, xt, od * x_step, b, yt, od * y_step);
-    if (yt != y) swap_outer(g, p, id, yt, Do, M, hw_out, y);
+    /* the output [G][Do][Mg][Ho][Wo]: straight into y where that is y's layout */
+    int64_t hw = Ho * Wo, fl = (int64_t)sizeof(float), taps = kh * kw, K = kd * Cg * taps;
+    int64_t yt_dims[3] = {G * Do * Mg, Ho, Wo};
+    int yt = Do == 1 || Mg == 1 ? y : f32_value(g, y, "depth_major", 3, yt_dims);
+    int64_t x_step = win->stride[0] * Cg * Hr * Wr * fl;
+    float *wt = malloc(sizeof(float) * (size_t)(Mg * K));
+    if (!wt) abort();
+    const float *src = wv->data; /* [M][Cg][kd][kh][kw] */
+    for (int64_t gi = 0; gi < G; gi++) {
+        /* the group's weights [Mg][kd][Cg][kh][kw] */
+        for (int64_t m = 0; m < Mg; m++)
+            for (int64_t c = 0; c < Cg; c++)
+                for (int64_t z = 0; z < kd; z++)
+                    memcpy(wt + ((m * kd + z) * Cg + c) * taps,
+                           src + (((gi * Mg + m) * Cg + c) * kd + z) * taps,
+                           sizeof(float) * (size_t)taps);
+        int64_t wdims[4] = {Mg, kd * Cg, kh, kw};
+        int w2 = kc_new_const_f32(g, kc_sprintf(g, "%s.depth_major%lld", wv->name, (long long)gi),
+                                  4, wdims, wt);
+        conv_way cw = conv_way_of(g, p, &c2, w2);
+        for (int64_t od = 0; od < Do; od++)
+            conv_way_call(g, p, id, &cw, xt, (gi * Dr * Cg * Hr * Wr) * fl + od * x_step, b,
+                          gi * Mg * fl, yt, (gi * Do + od) * Mg * hw * fl);
+    }
+    free(wt);
+    if (yt != y) {
+        int64_t dims[4] = {G, Do, Mg, hw}, xs[4] = {Do * Mg * hw, Mg * hw, hw, 1},
+                ys[4] = {Mg * Do * hw, hw, Do * hw, 1};
+        kc_emit_strided_copy(g, p, id, yt, 0, y, 0, 4, dims, xs, ys);
+    }
     return 1;
 }
 
@@ -1085,7 +1091,7 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
                                 g, y, kc_sprintf(g, "phase%lld_%lld", (long long)rh, (long long)rw),
                                 pc.c_out, pc.h_out, pc.w_out);
             conv_way cw = conv_way_of(g, p, &pc, wv);
-            conv_way_call(g, p, id, &cw, x, 0, b, z, 0);
+            conv_way_call(g, p, id, &cw, x, 0, b, 0, z, 0);
             if (whole) continue;
             int64_t dims[3] = {M, ah.outs, aw.outs},
                     zs[3] = {(int64_t)pc.h_out * pc.w_out, pc.w_out, 1},

@@ -338,6 +338,14 @@ def volume_cases():
                     strides=[2, 1, 2], dilations=[1, 2, 1], pads=[2, 1, 0, 0, 2, 1])
     yield conv_case("conv3d_one_slice", [1, 4, 3, 6, 6], [9, 4, 3, 3, 3], 218, pads=[0, 1, 1, 0, 1, 1])
     yield conv_case("conv3d_one_channel", [1, 3, 5, 6, 6], [1, 3, 3, 3, 3], 219, pads=[1, 1, 1, 1, 1, 1])
+    # one output slice reading the first of two input slices, no padding: gathered all the same
+    # (x's channel planes lie two slices apart)
+    yield conv_case("conv3d_first_slice_only", [1, 6, 2, 5, 5], [4, 6, 1, 3, 3], 222,
+                    strides=[2, 1, 1])
+    yield conv_case("conv3d_groups_packed", [1, 8, 4, 6, 5], [16, 2, 3, 3, 3], 223, group=4,
+                    pads=[1, 1, 1, 1, 1, 1], strides=[1, 2, 1])
+    yield conv_case("conv3d_groups_winograd", [1, 32, 3, 8, 8], [32, 16, 3, 3, 3], 224, group=2,
+                    pads=[1, 1, 1, 1, 1, 1])
     yield conv_case("conv3d_depth_dilated", [1, 3, 7, 5, 5], [4, 3, 3, 3, 3], 220,
                     dilations=[2, 1, 1], pads=[2, 1, 1, 2, 1, 1])
     r = rng(221)
