@@ -358,6 +358,15 @@ def volume_cases():
               strides=[2, 1, 2], pads=[1, 1, 0, 0, 1, 1], count_include_pad=1)
     yield one("maxpool3d_ceil", "MaxPool", [1, 2, 5, 5, 4], 212, kernel_shape=[3, 2, 2],
               strides=[2, 2, 2], ceil_mode=1)
+    # 3-D pools as two 2-D ones (rows and columns, then depth): the average's divisor of a
+    # clipped window (pads not counted, ceil mode's overhang), dilations
+    yield one("avgpool3d_exclude_pad_ceil", "AveragePool", [1, 3, 6, 7, 5], 225,
+              kernel_shape=[3, 3, 2], strides=[2, 2, 2], pads=[1, 1, 0, 1, 0, 1], ceil_mode=1)
+    yield one("avgpool3d_include_pad_ceil", "AveragePool", [1, 2, 5, 6, 7], 227,
+              kernel_shape=[2, 3, 3], strides=[2, 2, 2], pads=[1, 1, 1, 0, 0, 1], ceil_mode=1,
+              count_include_pad=1)
+    yield one("maxpool3d_dilated", "MaxPool", [1, 2, 7, 8, 9], 226, kernel_shape=[2, 3, 2],
+              strides=[1, 2, 2], dilations=[2, 1, 2], pads=[1, 1, 1, 1, 1, 0])
     node = helper.make_node("MaxPool", ["x"], ["y", "ind"], kernel_shape=[3, 3], strides=[2, 2],
                             pads=[1, 1, 1, 1])
     m = model([node], [vi("x", [2, 3, 7, 6])], [vi("y", None), vi("ind", None, I64)])
