@@ -52,8 +52,16 @@ void kann_pad_ref(const void *args, const kann_exec *ex) {
         }
         uint8_t *yr = y + r * (size_t)n_out * es;
         const uint8_t *xr = x + x_row * (size_t)n_in * es;
+        /* the outputs [j0, j1) that read x's row in order: one copy */
+        int64_t pad = a->pad_begin[last], j0 = pad < 0 ? 0 : pad, j1 = pad + (int64_t)n_in;
+        if (j1 > (int64_t)n_out) j1 = n_out;
+        if (outside || j0 >= j1) j0 = j1 = n_out;
+        if (j0 < j1)
+            memcpy(yr + (size_t)j0 * es, xr + (size_t)(j0 - pad) * es, (size_t)(j1 - j0) * es);
         for (uint32_t j = 0; j < n_out; j++) {
-            int64_t c = outside ? -1 : source_coord((int64_t)j - a->pad_begin[last], n_in, a->mode);
+            if ((int64_t)j == j0) j = (uint32_t)j1;
+            if (j >= n_out) break;
+            int64_t c = outside ? -1 : source_coord((int64_t)j - pad, n_in, a->mode);
             kann_copy_elem(yr + (size_t)j * es, c < 0 ? value : xr + (size_t)c * es, es);
         }
     }
