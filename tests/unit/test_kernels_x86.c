@@ -354,6 +354,36 @@ static void test_conv2d_packed_random(void **state) {
     }
 }
 
+/* Pointwise convs with long reductions over maps of several 256-pixel blocks (the last one
+ * ragged): blocks of reduction steps whose partial sums go through y, every weight panel meeting
+ * every strip of a block; and a 1-D conv at stride 2 over rows too wide for the AVX-512 lanes
+ * path's band to hold more than a channel or two. */
+static void test_conv2d_packed_long_reductions(void **state) {
+    (void)state;
+    rng_state = 77;
+    static const uint32_t shapes[][4] = {
+        {385, 13, 17, 31}, {700, 40, 1, 700}, {1500, 25, 23, 29}, {1100, 12, 9, 57}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        conv_case cc = {0};
+        cc.c_in = shapes[i][0];
+        cc.c_out = shapes[i][1];
+        cc.h_in = shapes[i][2];
+        cc.w_in = shapes[i][3];
+        cc.k_h = cc.k_w = cc.stride = cc.dil = 1;
+        run_conv_case(&cc);
+    }
+    conv_case wide = {0};
+    wide.c_in = 40;
+    wide.c_out = 48;
+    wide.h_in = 1;
+    wide.w_in = 2101;
+    wide.k_h = 1;
+    wide.k_w = 3;
+    wide.stride = 2;
+    wide.dil = 1;
+    run_conv_case(&wide);
+}
+
 /* A random conv: 1 to c_in_max input and 1 to c_out_max output channels, windows up to
  * k_max x k_max, strides 1 to s_max, dilation 2 one time in four, padding up to pad_max, inputs
  * up to h_max x w_max that every window fits. */
@@ -1570,6 +1600,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv2d_packed_random),
+        cmocka_unit_test(test_conv2d_packed_long_reductions),
         cmocka_unit_test(test_conv2d_packed_wide_random),
         cmocka_unit_test(test_conv2d_packed_phase_random),
         cmocka_unit_test(test_conv2d_packed_lanes_random),
