@@ -674,7 +674,7 @@ kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, 
     int pointwise = kann_conv2d_packed_pointwise(a);
     float *scratch = pointwise ? NULL : kann_mref(ex, a->scratch) + p_begin * K;
     size_t block = kann_conv2d_packed_block(K);
-    if (pointwise && block < KANN_CONV_POINTWISE_MIN_BLOCK) block = KANN_CONV_POINTWISE_MIN_BLOCK;
+    if (block < KANN_CONV_POINTWISE_MIN_BLOCK) block = KANN_CONV_POINTWISE_MIN_BLOCK;
     static const ptrdiff_t no_taps[1] = {0};
     kann_conv_tile t;
     t.ldy = hw;
