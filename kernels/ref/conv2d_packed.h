@@ -267,10 +267,12 @@ void kann_conv_microkernel_ref(const kann_conv_tile *t);
 #define KANN_CONV_WHOLE_K_STRIPS 7
 #define KANN_CONV_WHOLE_K_MAX 2048
 
-/* Pixels of a pointwise conv's block at least: its B is x in place, so a long reduction need
- * not shrink the block to a strip or two, each of which would stream every weight panel again
- * (2048 -> 512 channels over 40x40: 4 MB of weights once per 32 pixels). */
-#define KANN_CONV_POINTWISE_MIN_BLOCK 256
+/* Pixels of a block at least: a long reduction need not shrink the block to a strip or two,
+ * each of which would stream every weight panel again (2048 -> 512 channels over 40x40: 4 MB
+ * of weights once per 32 pixels); the reduction goes in blocks of KANN_CONV_KC or
+ * KANN_CONV_KC_PANELS steps, and a block of steps of the pixel block stays in the L2 cache. The
+ * gather path's scratch holds every pixel's column. */
+#define KANN_CONV_MIN_BLOCK 256
 
 static inline int kann_conv2d_packed_whole_k(int pointwise, size_t k, size_t n_strips) {
     return pointwise && n_strips <= KANN_CONV_WHOLE_K_STRIPS && k <= KANN_CONV_WHOLE_K_MAX;
@@ -674,7 +676,7 @@ kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, 
     int pointwise = kann_conv2d_packed_pointwise(a);
     float *scratch = pointwise ? NULL : kann_mref(ex, a->scratch) + p_begin * K;
     size_t block = kann_conv2d_packed_block(K);
-    if (block < KANN_CONV_POINTWISE_MIN_BLOCK) block = KANN_CONV_POINTWISE_MIN_BLOCK;
+    if (block < KANN_CONV_MIN_BLOCK) block = KANN_CONV_MIN_BLOCK;
     static const ptrdiff_t no_taps[1] = {0};
     kann_conv_tile t;
     t.ldy = hw;
