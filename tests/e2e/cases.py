@@ -86,6 +86,22 @@ def conv_cases():
                     pads=[7, 2, 7, 2])
     yield conv_case("conv_atrous_stride2_groups", [1, 8, 7, 7], [8, 2, 3, 3], 46, group=4,
                     dilations=[6, 6], pads=[6, 6, 6, 6], strides=[2, 2])
+    # dilated 3x3 convs at stride 1 (DeepLab's backbone): every phase of the dilation gathered
+    # into one image, one Winograd conv over it, the phases' outputs copied back; ragged phases
+    # (maps not a multiple of the dilation), dilations differing by axis, ReLU fused
+    r = rng(15)
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], dilations=[2, 2], pads=[2, 2, 2, 2]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    yield ("conv_dilated_phases_relu",
+           model(nodes, [vi("x", [1, 24, 20, 18])], [vi("y", None)],
+                 [const("W", randn(r, 20, 24, 3, 3, scale=0.2)), const("B", randn(r, 20))]),
+           {"x": randn(r, 1, 24, 20, 18)}, [])
+    yield conv_case("conv_dilated_phases_ragged", [1, 16, 41, 37], [17, 16, 3, 3], 16,
+                    dilations=[4, 3], pads=[4, 3, 4, 3])
+    yield conv_case("conv_dilated_phases_uneven_pads", [1, 16, 21, 22], [16, 16, 3, 3], 17,
+                    dilations=[2, 2], pads=[2, 0, 4, 2])
+    yield conv_case("conv_dilated_pad_off_phase", [1, 16, 20, 20], [16, 16, 3, 3], 18,
+                    dilations=[2, 2], pads=[1, 1, 1, 1])
     yield conv_case("conv_depthwise", [1, 7, 10, 10], [7, 1, 3, 3], 5, group=7, strides=[2, 2],
                     pads=[1, 1, 1, 1])
     yield conv_case("conv_same_upper", [1, 3, 7, 8], [4, 3, 4, 4], 6, auto_pad="SAME_UPPER",
