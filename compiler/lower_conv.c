@@ -1305,7 +1305,7 @@ static int lower_by_taps(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
     uint32_t taps = a->k_h * a->k_w;
     uint64_t hw = (uint64_t)a->h_out * a->w_out, live = 0;
     if (a->n != 1 || a->group != 1 || taps < 2 || taps > KANN_CONV_MAX_TAPS ||
-        hw < KC_TAPS_MIN_PIXELS)
+        hw < KC_TAPS_MIN_PIXELS || (a->dil_h < 2 && a->dil_w < 2))
         return 0;
     tap_rect rects[KANN_CONV_MAX_TAPS];
     int n_rects = 0, full = -1;
