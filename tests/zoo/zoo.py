@@ -30,6 +30,10 @@ def vision(name, make, hw=224):
     return name, make, lambda torch: (torch.randn(1, 3, hw, hw),)
 
 
+def video(name, make, frames=8, hw=112):
+    return name, make, lambda torch: (torch.randn(1, 3, frames, hw, hw),)
+
+
 def text(name, make, seq=32, mask=True):
     def inputs(torch):
         ids = torch.randint(0, 1000, (1, seq))
@@ -68,6 +72,13 @@ def models():
             weights=None, weights_backbone=None)),
         vision("deeplabv3_mobilenet_v3", lambda: seg.deeplabv3_mobilenet_v3_large(
             weights=None, weights_backbone=None, aux_loss=False)),
+        vision("fcn_resnet50", lambda: seg.fcn_resnet50(
+            weights=None, weights_backbone=None, aux_loss=False)),
+        vision("deeplabv3_resnet50", lambda: seg.deeplabv3_resnet50(
+            weights=None, weights_backbone=None, aux_loss=False)),
+        video("r3d_18", M.video.r3d_18),
+        video("mc3_18", M.video.mc3_18),
+        video("r2plus1d_18", M.video.r2plus1d_18),
         text("bert", lambda: T.BertModel(T.BertConfig(max_position_embeddings=128, **small))),
         text("roberta", lambda: T.RobertaModel(T.RobertaConfig(
             max_position_embeddings=128, pad_token_id=1, **small))),
