@@ -847,9 +847,10 @@ static void conv_way_call(kc_graph *g, kc_program *p, int id, const conv_way *cw
  * with that many channels and the weights [c_out][k_d][c_in][k_h][k_w], packed once for all the
  * slices. Each output slice is a conv2d_packed call, or for 3x3 at stride 1 a conv2d_winograd
  * one, into a depth-major output turned back (strided copy) to [c_out][depth][h][w]. A grouped
- * conv does this group by group, its input gathered [group][depth][c_in / group][h][w]. The
- * direct conv_nd kernel keeps depthwise and many-group, batched and depth-dilated convs and
- * runtime weights. */
+ * conv does this group by group, its input gathered [group][depth][c_in / group][h][w]; a
+ * depthwise one sums k_d depthwise 2-D convs per output slice, one for each depth tap, each
+ * taking the sum so far as its residual. The direct conv_nd kernel keeps other many-group,
+ * batched and depth-dilated convs and runtime weights. */
 
 /* A new float value of rank dims (at most 4) named after value of with suffix what. */
 static int f32_value(kc_graph *g, int of, const char *what, int rank, const int64_t *dims) {
@@ -904,6 +905,9 @@ static int gather_volume(kc_graph *g, kc_program *p, int id, int x, int64_t G, c
     return v;
 }
 
+static int lower_conv3d_depthwise(kc_graph *g, kc_program *p, int id, const kc_window *win,
+                                  kann_act act);
+
 /* Lowers Conv node id over a 3-D window as 2-D convs (above), act fused into their stores; 0
  * where it does not apply (nothing lowered). Grouped convs go group by group where the groups
  * are few (groups_pack's rule); depthwise and other many-group ones stay on conv_nd. */
@@ -917,6 +921,7 @@ int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const kc_window *win, ka
         return 0;
     int64_t C = xv->dims[1], M = wv->dims[0], kd = win->kernel[0], kh = win->kernel[1],
             kw = win->kernel[2];
+    if (G > 1 && G == C && M == C) return lower_conv3d_depthwise(g, p, id, win, act);
     if (C % G || M % G || (G > 1 && (G > 64 || M / G < 4))) return 0;
     int64_t Cg = C / G, Mg = M / G;
     int64_t Do = win->out[0], Ho = win->out[1], Wo = win->out[2];
@@ -986,8 +991,12 @@ int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const kc_window *win, ka
  * (conv2d_packed, or Winograd for 3x3 phases) over the input padded once for all of them, its
  * output (a row or column ahead where the phase starts late, the rows past x reading zeros)
  * interleaved into y by a strided copy; bias and activation fused into the convs. A phase with
- * no tap (a kernel shorter than the stride) is a 1x1 conv of zero weights: the bias alone. The
- * reference conv_transpose kernel keeps groups, dilations, batches, 3-D and runtime weights. */
+ * no tap (a kernel shorter than the stride) is a 1x1 conv of zero weights: the bias alone. A
+ * depthwise one does the same with depthwise convs. The reference conv_transpose kernel keeps
+ * other groups, dilations, batches, 3-D and runtime weights. */
+static void dw_call(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2, int x,
+                    int64_t x_off, int w, int b, int res, int64_t res_off, int y, int64_t y_off);
+
 typedef struct phase_axis {
     int64_t k0, taps; /* the phase's first tap and its count (at least 1) */
     int64_t lead;     /* input positions before x its first output reads */
@@ -1009,7 +1018,11 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
     const kc_value *xv = kc_val(g, x);
-    if (ct->n_spatial > 2 || ct->group != 1 || xv->dims[0] != 1 || !kc_is_const(g, w)) return 0;
+    /* group 1, or depthwise: each channel its own, on f32_dwconv2d */
+    int depthwise = ct->group > 1 && ct->group == xv->dims[1] && ct->c_out == ct->group;
+    if (ct->n_spatial > 2 || (ct->group != 1 && !depthwise) || xv->dims[0] != 1 ||
+        !kc_is_const(g, w))
+        return 0;
     int two = ct->n_spatial == 2;
     int64_t in[2] = {two ? ct->in[0] : 1, ct->in[two]},
             out[2] = {two ? ct->out[0] : 1, ct->out[two]},
@@ -1050,21 +1063,23 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
             phase_axis ah = phase_of(rh, out[0], k[0], s[0], pad[0]),
                        aw = phase_of(rw, out[1], k[1], s[1], pad[1]);
             if (ah.outs == 0 || aw.outs == 0) continue;
-            /* the phase's kernel [M][C][taps_h][taps_w], its taps reversed */
-            int64_t th = ah.taps, tw = aw.taps, K = C * th * tw;
+            /* the phase's kernel [M][C or 1][taps_h][taps_w], its taps reversed */
+            int64_t th = ah.taps, tw = aw.taps, cw_in = depthwise ? 1 : C, K = cw_in * th * tw;
             float *v = calloc((size_t)(M * K), sizeof(float));
             if (!v) abort();
             for (int64_t m = 0; m < M; m++)
-                for (int64_t c = 0; c < C; c++)
+                for (int64_t c = 0; c < cw_in; c++)
                     for (int64_t jh = 0; jh < th; jh++)
                         for (int64_t jw = 0; jw < tw; jw++) {
                             int64_t kh = ah.k0 + s[0] * (th - 1 - jh),
                                     kw = aw.k0 + s[1] * (tw - 1 - jw);
+                            /* W [C][M / group][k_h][k_w]: a depthwise channel m's is row m */
+                            int64_t row = depthwise ? m : c * M + m;
                             if (kh < k[0] && kw < k[1])
-                                v[((m * C + c) * th + jh) * tw + jw] =
-                                    wsrc[((c * M + m) * k[0] + kh) * k[1] + kw];
+                                v[((m * cw_in + c) * th + jh) * tw + jw] =
+                                    wsrc[(row * k[0] + kh) * k[1] + kw];
                         }
-            int64_t vdims[4] = {M, C, th, tw};
+            int64_t vdims[4] = {M, cw_in, th, tw};
             int wv = kc_new_const_f32(g,
                                       kc_sprintf(g, "%s.phase%lld_%lld", kc_val(g, w)->name,
                                                  (long long)rh, (long long)rw),
@@ -1083,15 +1098,19 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
             pc.k_h = (uint32_t)th;
             pc.k_w = (uint32_t)tw;
             pc.stride_h = pc.stride_w = pc.dil_h = pc.dil_w = 1;
-            pc.group = 1;
+            pc.group = depthwise ? (uint32_t)C : 1;
             pc.act = act;
             int whole = s[0] == 1 && s[1] == 1 && eh == 0 && ew == 0;
             int z = whole ? y
                           : planes_value(
                                 g, y, kc_sprintf(g, "phase%lld_%lld", (long long)rh, (long long)rw),
                                 pc.c_out, pc.h_out, pc.w_out);
-            conv_way cw = conv_way_of(g, p, &pc, wv);
-            conv_way_call(g, p, id, &cw, x, 0, b, 0, z, 0);
+            if (depthwise) {
+                dw_call(g, p, id, &pc, x, 0, wv, b, -1, 0, z, 0);
+            } else {
+                conv_way cw = conv_way_of(g, p, &pc, wv);
+                conv_way_call(g, p, id, &cw, x, 0, b, 0, z, 0);
+            }
             if (whole) continue;
             int64_t dims[3] = {M, ah.outs, aw.outs},
                     zs[3] = {(int64_t)pc.h_out * pc.w_out, pc.w_out, 1},
@@ -1237,6 +1256,9 @@ static int drop_padding_taps(kc_graph *g, int id, int w, kann_conv2d_args *a) {
  * channels (64 % of the products) 152 ms gathered whole, 86 by taps; rate 6 on 33x33 (77 %)
  * 11.0 ms on the wide path, 9.7 by taps. */
 
+/* Depth taps a depthwise 3-D conv may have on the 2-D kernel. */
+#define KC_MAX_DEPTH_TAPS 16
+
 /* Fewest outputs for the split: on smaller maps the records' fixed costs outweigh the work. */
 #define KC_TAPS_MIN_PIXELS 16
 
@@ -1362,6 +1384,91 @@ static uint32_t line_granule(uint32_t base, uint64_t unit_floats, uint32_t exten
     while (g % units) g += base;
     uint64_t P = streams > 1 ? (uint64_t)streams : 1;
     return extent / g >= 2 * P ? (uint32_t)g : base;
+}
+
+/* A depthwise f32_dwconv2d call of c2 over x, weights w, bias b, residual res and into y, each
+ * at its byte offset (-1: none). */
+static void dw_call(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *c2, int x,
+                    int64_t x_off, int w, int b, int res, int64_t res_off, int y, int64_t y_off) {
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_DWCONV2D, id);
+    *(kann_conv2d_args *)c->args = *c2;
+    int64_t fl = (int64_t)sizeof(float), hw = (int64_t)c2->h_out * c2->w_out;
+    kc_bind_slice(c, offsetof(kann_conv2d_args, x), x, x_off,
+                  (int64_t)c2->c_in * c2->h_in * c2->w_in * fl, 0);
+    kc_bind(c, offsetof(kann_conv2d_args, w), w, 0, 0);
+    kc_bind(c, offsetof(kann_conv2d_args, bias), b, 0, 0);
+    kc_bind_slice(c, offsetof(kann_conv2d_args, residual), res, res_off, c2->c_out * hw * fl, 0);
+    kc_bind_slice(c, offsetof(kann_conv2d_args, y), y, y_off, c2->c_out * hw * fl, 1);
+    kc_set_tile(c, c2->c_out, line_granule(1, (uint64_t)hw, c2->c_out, p->streams), c2->h_out,
+                line_granule(1, c2->w_out, c2->h_out, p->streams));
+    c->macs = (double)c2->c_out * hw * c2->k_h * c2->k_w;
+}
+
+/* A depthwise 3-D conv (kc_lower_conv3d): its input gathered depth-major, each output slice the
+ * sum of k_d depthwise 2-D convs over the slices it reads, through two scratch maps, the last
+ * one into the slice with the activation. */
+static int lower_conv3d_depthwise(kc_graph *g, kc_program *p, int id, const kc_window *win,
+                                  kann_act act) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
+    const kc_value *xv = kc_val(g, x), *wv = kc_val(g, w);
+    int64_t C = xv->dims[1], kd = win->kernel[0], kh = win->kernel[1], kw = win->kernel[2];
+    int64_t Do = win->out[0], Ho = win->out[1], Wo = win->out[2];
+    int64_t Dr = (Do - 1) * win->stride[0] + kd,
+            Hr = (Ho - 1) * win->stride[1] + (kh - 1) * win->dilation[1] + 1,
+            Wr = (Wo - 1) * win->stride[2] + (kw - 1) * win->dilation[2] + 1;
+    if (wv->dims[1] != 1 || kd > KC_MAX_DEPTH_TAPS || Do < 1 || Ho < 1 || Wo < 1 ||
+        Dr * C * Hr * Wr > INT32_MAX || Do * C * Ho * Wo > INT32_MAX)
+        return 0;
+    int64_t in[4] = {C, win->in[0], win->in[1], win->in[2]}, reach[3] = {Dr, Hr, Wr};
+    int xt = gather_volume(g, p, id, x, 1, in, reach, win->pad_begin);
+    kann_conv2d_args c2 = {0};
+    c2.n = 1;
+    c2.c_in = c2.c_out = c2.group = (uint32_t)C;
+    c2.h_in = (uint32_t)Hr;
+    c2.w_in = (uint32_t)Wr;
+    c2.h_out = (uint32_t)Ho;
+    c2.w_out = (uint32_t)Wo;
+    c2.k_h = (uint32_t)kh;
+    c2.k_w = (uint32_t)kw;
+    c2.stride_h = (uint32_t)win->stride[1];
+    c2.stride_w = (uint32_t)win->stride[2];
+    c2.dil_h = (uint32_t)win->dilation[1];
+    c2.dil_w = (uint32_t)win->dilation[2];
+    int64_t hw = Ho * Wo, fl = (int64_t)sizeof(float), taps = kh * kw;
+    int64_t yt_dims[3] = {Do * C, Ho, Wo};
+    int yt = Do == 1 ? y : f32_value(g, y, "depth_major", 3, yt_dims);
+    int sums[2] = {-1, -1};
+    for (int i = 0; i < 2 && kd > 1; i++)
+        sums[i] = planes_value(g, y, kc_sprintf(g, "depth_sum%d", i), c2.c_out, c2.h_out, c2.w_out);
+    int wz[KC_MAX_DEPTH_TAPS];
+    float *v = malloc(sizeof(float) * (size_t)(C * taps));
+    if (!v) abort();
+    for (int64_t z = 0; z < kd; z++) {
+        for (int64_t c = 0; c < C; c++)
+            memcpy(v + c * taps, (const float *)wv->data + (c * kd + z) * taps,
+                   sizeof(float) * (size_t)taps);
+        int64_t dims[4] = {C, 1, kh, kw};
+        wz[z] =
+            kc_new_const_f32(g, kc_sprintf(g, "%s.depth%lld", wv->name, (long long)z), 4, dims, v);
+    }
+    free(v);
+    for (int64_t od = 0; od < Do; od++) {
+        int sum = -1;
+        for (int64_t z = 0; z < kd; z++) {
+            int last = z == kd - 1, to = last ? yt : sums[z % 2];
+            kann_conv2d_args a = c2;
+            a.act = last ? act : (kann_act){0};
+            dw_call(g, p, id, &a, xt, (od * win->stride[0] + z) * C * Hr * Wr * fl, wz[z],
+                    z == 0 ? b : -1, sum, 0, to, last ? od * C * hw * fl : 0);
+            sum = to;
+        }
+    }
+    if (yt != y) {
+        int64_t dims[3] = {Do, C, hw}, xs[3] = {C * hw, hw, 1}, ys[3] = {hw, Do * hw, 1};
+        kc_emit_strided_copy(g, p, id, yt, 0, y, 0, 3, dims, xs, ys);
+    }
+    return 1;
 }
 
 /* ---- an inverted residual block as one record -----------------------------------------------

@@ -179,6 +179,11 @@ def spatial_cases():
                               pads=[1, 1, 1, 1])
     yield conv_transpose_case("convt_asym_pads", [1, 5, 7, 5], [5, 6, 5, 3], 162, bias=False,
                               strides=[3, 2], pads=[3, 0, 1, 2])
+    # depthwise transposed convs (learned upsampling): each phase a depthwise conv
+    yield conv_transpose_case("convt_depthwise_k4s2", [1, 6, 7, 9], [6, 1, 4, 4], 164, group=6,
+                              strides=[2, 2], pads=[1, 1, 1, 1])
+    yield conv_transpose_case("convt_depthwise_k3s1_1d", [1, 5, 11], [5, 1, 3], 165, group=5,
+                              pads=[1, 1])
     # ConvTranspose, BatchNormalization, ReLU (a DCGAN generator's layer): the batch norm folds
     # into the weights, the ReLU into the stores
     r = rng(163)
@@ -346,6 +351,20 @@ def volume_cases():
                     pads=[1, 1, 1, 1, 1, 1], strides=[1, 2, 1])
     yield conv_case("conv3d_groups_winograd", [1, 32, 3, 8, 8], [32, 16, 3, 3, 3], 224, group=2,
                     pads=[1, 1, 1, 1, 1, 1])
+    # depthwise 3-D convs (X3D's): per output slice a depthwise 2-D conv for each depth tap,
+    # each summing onto the one before; a depth of one tap; a channel multiplier of 2 stays on
+    # conv_nd
+    r = rng(228)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=12, strides=[1, 2, 2],
+                              pads=[1, 1, 1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    m = model(nodes, [vi("x", [1, 12, 5, 9, 8])], [vi("y", None)],
+              [const("w", randn(r, 12, 1, 3, 3, 3, scale=0.3)), const("b", randn(r, 12))])
+    yield "conv3d_depthwise_relu", m, {"x": randn(r, 1, 12, 5, 9, 8)}, []
+    yield conv_case("conv3d_depthwise_one_tap", [1, 6, 3, 7, 7], [6, 1, 1, 3, 3], 229, group=6,
+                    pads=[0, 1, 1, 0, 1, 1])
+    yield conv_case("conv3d_depthwise_multiplier", [1, 4, 3, 6, 6], [8, 1, 3, 3, 3], 230,
+                    group=4, pads=[1, 1, 1, 1, 1, 1])
     yield conv_case("conv3d_depth_dilated", [1, 3, 7, 5, 5], [4, 3, 3, 3, 3], 220,
                     dilations=[2, 1, 1], pads=[2, 1, 1, 2, 1, 1])
     r = rng(221)
