@@ -135,6 +135,74 @@ static int64_t reduce_arg(const kann_reduce_args *a, const float *base) {
     return (int64_t)at;
 }
 
+/* Outputs reduced side by side (reduce_run) at most. */
+#define RUN 64
+
+/* Whether outputs consecutive in x go side by side, each step of the one reduced dim a pass
+ * over the run: a reduction across rows or planes (ArgMax over a segmentation map's classes),
+ * whose strided walk one output at a time reads a line per element. */
+static int reduce_across(const kann_reduce_args *a) {
+    kann_reduce_op op = (kann_reduce_op)a->op;
+    return a->red_rank == 1 && a->red_strides[0] != 1 && a->out_strides[a->out_rank - 1] == 1 &&
+           (op == KANN_REDUCE_ARGMAX || op == KANN_REDUCE_ARGMIN || op == KANN_REDUCE_SUM ||
+            op == KANN_REDUCE_MEAN || op == KANN_REDUCE_MAX || op == KANN_REDUCE_MIN);
+}
+
+/* reduce_one or reduce_arg of the n <= RUN outputs rooted at base, base + 1, ..., into y (or
+ * the indices into yi), with the same comparisons and order of sums as one at a time. */
+static void reduce_run(const kann_reduce_args *a, const float *base, size_t n, float *y,
+                       int64_t *yi) {
+    size_t len = a->red_dims[0], stride = a->red_strides[0];
+    kann_reduce_op op = (kann_reduce_op)a->op;
+    float acc[RUN];
+    if (op == KANN_REDUCE_ARGMAX || op == KANN_REDUCE_ARGMIN) {
+        /* branch-free selects, so that the compiler can vectorize the run */
+        float sign = op == KANN_REDUCE_ARGMAX ? 1.0f : -1.0f;
+        int last = a->select_last != 0;
+        int32_t at[RUN] = {0};
+        for (size_t j = 0; j < n; j++)
+            acc[j] = len ? sign * base[j] : 0.0f;
+        for (size_t i = 1; i < len; i++) {
+            const float *r = base + i * stride;
+            int32_t step = (int32_t)i;
+            if (last)
+                for (size_t j = 0; j < n; j++) {
+                    float v = sign * r[j];
+                    int32_t better = -(int32_t)(v >= acc[j]);
+                    at[j] = (at[j] & ~better) | (step & better);
+                    acc[j] = v >= acc[j] ? v : acc[j];
+                }
+            else
+                for (size_t j = 0; j < n; j++) {
+                    float v = sign * r[j];
+                    int32_t better = -(int32_t)(v > acc[j]);
+                    at[j] = (at[j] & ~better) | (step & better);
+                    acc[j] = v > acc[j] ? v : acc[j];
+                }
+        }
+        for (size_t j = 0; j < n; j++)
+            yi[j] = at[j];
+        return;
+    }
+    float init = op == KANN_REDUCE_MAX ? -INFINITY : op == KANN_REDUCE_MIN ? INFINITY : 0.0f;
+    for (size_t j = 0; j < n; j++)
+        acc[j] = init;
+    for (size_t i = 0; i < len; i++) {
+        const float *r = base + i * stride;
+        if (op == KANN_REDUCE_MAX)
+            for (size_t j = 0; j < n; j++)
+                acc[j] = (r[j] > acc[j] || r[j] != r[j]) ? r[j] : acc[j];
+        else if (op == KANN_REDUCE_MIN)
+            for (size_t j = 0; j < n; j++)
+                acc[j] = (r[j] < acc[j] || r[j] != r[j]) ? r[j] : acc[j];
+        else
+            for (size_t j = 0; j < n; j++)
+                acc[j] += r[j];
+    }
+    for (size_t j = 0; j < n; j++)
+        y[j] = op == KANN_REDUCE_MEAN ? acc[j] / (float)len : acc[j];
+}
+
 void kann_f32_reduce_ref(const void *args, const kann_exec *ex) {
     const kann_reduce_args *a = args;
     if (a->tile.begin >= a->tile.end) return;
@@ -150,6 +218,29 @@ void kann_f32_reduce_ref(const void *args, const kann_exec *ex) {
         idx[d] = (uint32_t)(rest % a->out_dims[d]);
         rest /= a->out_dims[d];
         off += (size_t)idx[d] * a->out_strides[d];
+    }
+    if (reduce_across(a)) {
+        float *y = arg ? NULL : kann_mref(ex, a->y);
+        int64_t *yi = arg ? (int64_t *)(void *)(ex->arena + a->y.offset) : NULL;
+        uint32_t last = rank - 1;
+        for (size_t o = a->tile.begin; o < a->tile.end;) {
+            size_t n = a->out_dims[last] - idx[last];
+            if (n > a->tile.end - o) n = a->tile.end - o;
+            if (n > RUN) n = RUN;
+            reduce_run(a, x + off, n, y ? y + o : NULL, yi ? yi + o : NULL);
+            o += n;
+            off += n;
+            idx[last] += (uint32_t)n;
+            for (int d = (int)last; d >= 0 && idx[d] == a->out_dims[d]; d--) {
+                off -= (size_t)idx[d] * a->out_strides[d];
+                idx[d] = 0;
+                if (d > 0) {
+                    off += a->out_strides[d - 1];
+                    idx[d - 1]++;
+                }
+            }
+        }
+        return;
     }
     for (size_t o = a->tile.begin; o < a->tile.end; o++) {
         if (arg)

@@ -49,6 +49,17 @@ def arg_cases():
     yield (*one("argmax_axis1_keep", "ArgMax", [4, 7, 5], 40, axis=1, out_types=[I64]), [])
     yield (*one("argmin_last_nokeep", "ArgMin", [6, 9], 41, axis=-1, keepdims=0,
                 select_last_index=1, out_types=[I64]), [])
+    # across planes (a segmentation map's classes): runs of up to 64 outputs side by side, a
+    # run cut at each row's end; ties (values rounded to halves) pick the first or the last
+    name, m, feeds = one("argmax_classes_ties", "ArgMax", [2, 5, 3, 70], 42, axis=1,
+                         out_types=[I64])
+    yield name, m, {"x": np.round(feeds["x"] * 2) / 2}, []
+    name, m, feeds = one("argmin_classes_last", "ArgMin", [1, 6, 9, 11], 43, axis=1,
+                         select_last_index=1, out_types=[I64])
+    yield name, m, {"x": np.round(feeds["x"] * 2) / 2}, []
+    yield (*one("reduce_max_classes", "ReduceMax", [2, 4, 5, 67], 44, axes=[1]), [])
+    yield (*one("reduce_mean_classes", "ReduceMean", [1, 7, 3, 130], 45, axes=[1], keepdims=0),
+           [])
 
 
 def norm_cases():
