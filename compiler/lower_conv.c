@@ -905,6 +905,40 @@ static int gather_volume(kc_graph *g, kc_program *p, int id, int x, int64_t G, c
     return v;
 }
 
+/* The 2-D conv of an output depth slice of 3-D window win (channels, group and activation left
+ * to the caller), over an input holding the depth slices, rows and columns the windows reach:
+ * reach[0..2] (no padding left). 0 where the window leaves no output. */
+static int slice_conv_of(const kc_window *win, int64_t *reach, kann_conv2d_args *c2) {
+    int64_t kd = win->kernel[0], kh = win->kernel[1], kw = win->kernel[2];
+    int64_t Do = win->out[0], Ho = win->out[1], Wo = win->out[2];
+    if (Do < 1 || Ho < 1 || Wo < 1) return 0;
+    reach[0] = (Do - 1) * win->stride[0] + kd;
+    reach[1] = (Ho - 1) * win->stride[1] + (kh - 1) * win->dilation[1] + 1;
+    reach[2] = (Wo - 1) * win->stride[2] + (kw - 1) * win->dilation[2] + 1;
+    kann_conv2d_args a = {0};
+    a.n = 1;
+    a.h_in = (uint32_t)reach[1];
+    a.w_in = (uint32_t)reach[2];
+    a.h_out = (uint32_t)Ho;
+    a.w_out = (uint32_t)Wo;
+    a.k_h = (uint32_t)kh;
+    a.k_w = (uint32_t)kw;
+    a.stride_h = (uint32_t)win->stride[1];
+    a.stride_w = (uint32_t)win->stride[2];
+    a.dil_h = (uint32_t)win->dilation[1];
+    a.dil_w = (uint32_t)win->dilation[2];
+    *c2 = a;
+    return 1;
+}
+
+/* yt [G][Do][Mg][hw] (group-, then depth-major) copied into y [G * Mg][Do][hw]. */
+static void depth_major_back(kc_graph *g, kc_program *p, int id, int yt, int y, int64_t G,
+                             int64_t Do, int64_t Mg, int64_t hw) {
+    int64_t dims[4] = {G, Do, Mg, hw}, xs[4] = {Do * Mg * hw, Mg * hw, hw, 1},
+            ys[4] = {Mg * Do * hw, hw, Do * hw, 1};
+    kc_emit_strided_copy(g, p, id, yt, 0, y, 0, 4, dims, xs, ys);
+}
+
 static int lower_conv3d_depthwise(kc_graph *g, kc_program *p, int id, const kc_window *win,
                                   kann_act act);
 
@@ -923,31 +957,18 @@ int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const kc_window *win, ka
             kw = win->kernel[2];
     if (G > 1 && G == C && M == C) return lower_conv3d_depthwise(g, p, id, win, act);
     if (C % G || M % G || (G > 1 && (G > 64 || M / G < 4))) return 0;
-    int64_t Cg = C / G, Mg = M / G;
-    int64_t Do = win->out[0], Ho = win->out[1], Wo = win->out[2];
+    int64_t Cg = C / G, Mg = M / G, Do = win->out[0], Ho = win->out[1], Wo = win->out[2];
     /* the slices, rows and columns the windows reach */
-    int64_t Dr = (Do - 1) * win->stride[0] + kd,
-            Hr = (Ho - 1) * win->stride[1] + (kh - 1) * win->dilation[1] + 1,
-            Wr = (Wo - 1) * win->stride[2] + (kw - 1) * win->dilation[2] + 1;
-    if (C < 1 || M < 1 || Do < 1 || Ho < 1 || Wo < 1 || kd * Cg > INT32_MAX ||
-        Dr * C * Hr * Wr > INT32_MAX || Do * M * Ho * Wo > INT32_MAX)
+    int64_t reach[3];
+    kann_conv2d_args c2;
+    if (C < 1 || M < 1 || !slice_conv_of(win, reach, &c2)) return 0;
+    int64_t Dr = reach[0], Hr = reach[1], Wr = reach[2];
+    if (kd * Cg > INT32_MAX || Dr * C * Hr * Wr > INT32_MAX || Do * M * Ho * Wo > INT32_MAX)
         return 0;
-    int64_t in[4] = {C, win->in[0], win->in[1], win->in[2]}, reach[3] = {Dr, Hr, Wr};
+    int64_t in[4] = {C, win->in[0], win->in[1], win->in[2]};
     int xt = gather_volume(g, p, id, x, G, in, reach, win->pad_begin);
-    kann_conv2d_args c2 = {0};
-    c2.n = 1;
     c2.c_in = (uint32_t)(kd * Cg);
     c2.c_out = (uint32_t)Mg;
-    c2.h_in = (uint32_t)Hr;
-    c2.w_in = (uint32_t)Wr;
-    c2.h_out = (uint32_t)Ho;
-    c2.w_out = (uint32_t)Wo;
-    c2.k_h = (uint32_t)kh;
-    c2.k_w = (uint32_t)kw;
-    c2.stride_h = (uint32_t)win->stride[1];
-    c2.stride_w = (uint32_t)win->stride[2];
-    c2.dil_h = (uint32_t)win->dilation[1];
-    c2.dil_w = (uint32_t)win->dilation[2];
     c2.group = 1;
     c2.act = act;
     /* the output [G][Do][Mg][Ho][Wo]: straight into y where that is y's layout */
@@ -975,11 +996,7 @@ int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const kc_window *win, ka
                           gi * Mg * fl, yt, (gi * Do + od) * Mg * hw * fl);
     }
     free(wt);
-    if (yt != y) {
-        int64_t dims[4] = {G, Do, Mg, hw}, xs[4] = {Do * Mg * hw, Mg * hw, hw, 1},
-                ys[4] = {Mg * Do * hw, hw, Do * hw, 1};
-        kc_emit_strided_copy(g, p, id, yt, 0, y, 0, 4, dims, xs, ys);
-    }
+    if (yt != y) depth_major_back(g, p, id, yt, y, G, Do, Mg, hw);
     return 1;
 }
 
@@ -1413,28 +1430,14 @@ static int lower_conv3d_depthwise(kc_graph *g, kc_program *p, int id, const kc_w
     int x = kc_input(n, 0), w = kc_input(n, 1), b = kc_input(n, 2), y = n->outputs[0];
     const kc_value *xv = kc_val(g, x), *wv = kc_val(g, w);
     int64_t C = xv->dims[1], kd = win->kernel[0], kh = win->kernel[1], kw = win->kernel[2];
-    int64_t Do = win->out[0], Ho = win->out[1], Wo = win->out[2];
-    int64_t Dr = (Do - 1) * win->stride[0] + kd,
-            Hr = (Ho - 1) * win->stride[1] + (kh - 1) * win->dilation[1] + 1,
-            Wr = (Wo - 1) * win->stride[2] + (kw - 1) * win->dilation[2] + 1;
-    if (wv->dims[1] != 1 || kd > KC_MAX_DEPTH_TAPS || Do < 1 || Ho < 1 || Wo < 1 ||
-        Dr * C * Hr * Wr > INT32_MAX || Do * C * Ho * Wo > INT32_MAX)
+    int64_t Do = win->out[0], Ho = win->out[1], Wo = win->out[2], reach[3];
+    kann_conv2d_args c2;
+    if (wv->dims[1] != 1 || kd > KC_MAX_DEPTH_TAPS || !slice_conv_of(win, reach, &c2) ||
+        reach[0] * C * reach[1] * reach[2] > INT32_MAX || Do * C * Ho * Wo > INT32_MAX)
         return 0;
-    int64_t in[4] = {C, win->in[0], win->in[1], win->in[2]}, reach[3] = {Dr, Hr, Wr};
+    int64_t Hr = reach[1], Wr = reach[2], in[4] = {C, win->in[0], win->in[1], win->in[2]};
     int xt = gather_volume(g, p, id, x, 1, in, reach, win->pad_begin);
-    kann_conv2d_args c2 = {0};
-    c2.n = 1;
     c2.c_in = c2.c_out = c2.group = (uint32_t)C;
-    c2.h_in = (uint32_t)Hr;
-    c2.w_in = (uint32_t)Wr;
-    c2.h_out = (uint32_t)Ho;
-    c2.w_out = (uint32_t)Wo;
-    c2.k_h = (uint32_t)kh;
-    c2.k_w = (uint32_t)kw;
-    c2.stride_h = (uint32_t)win->stride[1];
-    c2.stride_w = (uint32_t)win->stride[2];
-    c2.dil_h = (uint32_t)win->dilation[1];
-    c2.dil_w = (uint32_t)win->dilation[2];
     int64_t hw = Ho * Wo, fl = (int64_t)sizeof(float), taps = kh * kw;
     int64_t yt_dims[3] = {Do * C, Ho, Wo};
     int yt = Do == 1 ? y : f32_value(g, y, "depth_major", 3, yt_dims);
@@ -1464,10 +1467,7 @@ static int lower_conv3d_depthwise(kc_graph *g, kc_program *p, int id, const kc_w
             sum = to;
         }
     }
-    if (yt != y) {
-        int64_t dims[3] = {Do, C, hw}, xs[3] = {C * hw, hw, 1}, ys[3] = {hw, Do * hw, 1};
-        kc_emit_strided_copy(g, p, id, yt, 0, y, 0, 3, dims, xs, ys);
-    }
+    if (yt != y) depth_major_back(g, p, id, yt, y, 1, Do, C, hw);
     return 1;
 }
 
