@@ -782,9 +782,10 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
                 st++;
             c->stream = (int)st;
         }
-        if (!kann_conv2d_packed_pointwise(a) && !kann_conv2d_packed_wide(a)) {
+        if (!kann_conv2d_packed_pointwise(a) &&
+            (!kann_conv2d_packed_wide(a) || kann_conv2d_packed_lanes_stride1(a))) {
             /* The gathered B of a tile's pixels: a tile along output channels gathers them
-             * all. */
+             * all (and the lanes path's buffers where it takes a stride-1 conv). */
             int64_t g32 = KANN_CONV_PIXEL_GRANULE;
             kc_bind_scratch(g, p, c, offsetof(kann_conv2d_packed_args, scratch), "im2col",
                             (int64_t)K * ((hw + g32 - 1) / g32 * g32));
@@ -830,7 +831,8 @@ static void conv_way_call(kc_graph *g, kc_program *p, int id, const conv_way *cw
     }
     kann_conv2d_packed_args a = packed_args_of(c2, 1);
     kc_call *c = packed_call(g, p, id, &a, x, x_off, cw->u, b, b_off, -1, 0, y, y_off);
-    if (!kann_conv2d_packed_pointwise(&a) && !kann_conv2d_packed_wide(&a)) {
+    if (!kann_conv2d_packed_pointwise(&a) &&
+        (!kann_conv2d_packed_wide(&a) || kann_conv2d_packed_lanes_stride1(&a))) {
         /* the gathered B of a tile's pixels: a tile along output channels gathers them all */
         int64_t g32 = KANN_CONV_PIXEL_GRANULE, hw = (int64_t)a.h_out * a.w_out;
         int64_t K = (int64_t)a.c_in * a.k_h * a.k_w;

@@ -207,6 +207,9 @@ static const char *path_name(const kann_conv2d_packed_args *a) {
     kann_conv_phases ph;
     if (kann_conv2d_packed_direct(a)) return "direct (AVX-512; wide, phase or gather elsewhere)";
     if (kann_conv2d_packed_rows(a)) return "rows (AVX-512; wide, lanes or phase elsewhere)";
+    if (kann_conv2d_packed_wide(a) && a->scratch.space != KANN_SPACE_NONE &&
+        kann_conv2d_packed_lanes(a, 0, (size_t)a->h_out * a->w_out))
+        return "lanes, stride 1 (AVX-512; wide elsewhere)";
     if (kann_conv2d_packed_wide(a)) return "wide";
     if (kann_conv2d_packed_pointwise(a)) return "pointwise";
     if (kann_conv2d_packed_lanes(a, 0, (size_t)a->h_out * a->w_out))
@@ -301,7 +304,10 @@ static void run_conv_case(const conv_case *cc) {
     a.w = pack_panels(r.w, cc->c_out, K);
     a.y = alloc_ref(cc->c_out * hw, 0);
     if (cc->via_pad && cc->stride == 1) pad_for_wide(&a, &ex, &bd);
-    int in_place = kann_conv2d_packed_pointwise(&a) || kann_conv2d_packed_wide(&a);
+    /* the scratch as kann-c binds it: none where the conv reads x in place, unless the lanes
+     * path may take a stride-1 window */
+    int in_place = kann_conv2d_packed_pointwise(&a) ||
+                   (kann_conv2d_packed_wide(&a) && !kann_conv2d_packed_lanes_stride1(&a));
     a.scratch = in_place ? none : alloc_ref(K * hw32, 0);
 
     variant vs[4];
@@ -418,6 +424,38 @@ static kann_conv2d_packed_args conv_case_shape(const conv_case *cc) {
     a.h_out = (cc->h_in + 2 * cc->pad - cc->dil * (cc->k_h - 1) - 1) / cc->stride + 1;
     a.w_out = (cc->w_in + 2 * cc->pad - cc->dil * (cc->k_w - 1) - 1) / cc->stride + 1;
     return a;
+}
+
+/* Stride-1 windows of 5 taps or more but 3x3 on the AVX-512 lanes path (the scratch bound, the
+ * input padded for the wide path or read with its padding): 5x5, 1x7 and 7x1 over maps of 256
+ * pixels or more, output channels past one pass of 64 and ragged, narrow ones, odd reductions. */
+static void test_conv2d_packed_lanes_stride1(void **state) {
+    (void)state;
+    rng_state = 99;
+    static const uint32_t shapes[][7] = {
+        /* c_in, c_out, h_in, w_in, k_h, k_w, pad */
+        {24, 70, 20, 19, 5, 5, 2}, {33, 13, 17, 17, 1, 7, 0}, {40, 97, 17, 18, 7, 1, 3},
+        {9, 16, 23, 16, 3, 5, 1},  {48, 64, 16, 21, 1, 5, 0},
+    };
+    int lanes = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int via_pad = 0; via_pad < 2; via_pad++) {
+            conv_case cc = {0};
+            cc.c_in = shapes[i][0];
+            cc.c_out = shapes[i][1];
+            cc.h_in = shapes[i][2];
+            cc.w_in = shapes[i][3];
+            cc.k_h = shapes[i][4];
+            cc.k_w = shapes[i][5];
+            cc.pad = shapes[i][6];
+            cc.stride = cc.dil = 1;
+            cc.via_pad = via_pad;
+            run_conv_case(&cc);
+            kann_conv2d_packed_args a = conv_case_shape(&cc);
+            a.scratch.space = KANN_SPACE_ARENA;
+            lanes += kann_conv2d_packed_lanes(&a, 0, (size_t)a.h_out * a.w_out);
+        }
+    assert_int_equal(lanes, 10); /* every case is the lanes path's */
 }
 
 /* The wide path: stride-1 convs padded by pad2d (or without padding, read in place), windows
@@ -1601,6 +1639,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv2d_packed_random),
         cmocka_unit_test(test_conv2d_packed_long_reductions),
+        cmocka_unit_test(test_conv2d_packed_lanes_stride1),
         cmocka_unit_test(test_conv2d_packed_wide_random),
         cmocka_unit_test(test_conv2d_packed_phase_random),
         cmocka_unit_test(test_conv2d_packed_lanes_random),
