@@ -143,7 +143,8 @@ static int64_t reduce_arg(const kann_reduce_args *a, const float *base) {
  * whose strided walk one output at a time reads a line per element. */
 static int reduce_across(const kann_reduce_args *a) {
     kann_reduce_op op = (kann_reduce_op)a->op;
-    return a->red_rank == 1 && a->red_strides[0] != 1 && a->out_strides[a->out_rank - 1] == 1 &&
+    return a->red_rank == 1 && a->red_strides[0] != 1 && a->red_dims[0] <= INT32_MAX &&
+           a->out_strides[a->out_rank - 1] == 1 &&
            (op == KANN_REDUCE_ARGMAX || op == KANN_REDUCE_ARGMIN || op == KANN_REDUCE_SUM ||
             op == KANN_REDUCE_MEAN || op == KANN_REDUCE_MAX || op == KANN_REDUCE_MIN);
 }
