@@ -313,7 +313,8 @@ static void lower_winograd(kc_graph *g, kc_program *p, int id, const kann_conv2d
 }
 
 /* A conv2d_packed call of args over x, the packed weights, bias, residual and y (each at its
- * byte offset; -1 for none), tiled along output channels or pixels. */
+ * byte offset; -1 for none), tiled along output channels or pixels, with the gather scratch
+ * where the kernel may need it. */
 static kc_call *packed_call(kc_graph *g, kc_program *p, int id, const kann_conv2d_packed_args *args,
                             int x, int64_t x_off, int panels, int b, int64_t b_off, int res,
                             int64_t res_off, int y, int64_t y_off) {
@@ -331,6 +332,15 @@ static kc_call *packed_call(kc_graph *g, kc_program *p, int id, const kann_conv2
     kc_set_tile(c, args->c_out, KANN_CONV_PANEL, args->h_out * args->w_out,
                 KANN_CONV_PIXEL_GRANULE);
     c->macs = (double)args->c_out * args->h_out * args->w_out * args->c_in * args->k_h * args->k_w;
+    if (!kann_conv2d_packed_pointwise(args) &&
+        (!kann_conv2d_packed_wide(args) || kann_conv2d_packed_lanes_stride1(args))) {
+        /* the gathered B of a tile's pixels: a tile along output channels gathers them all (and
+         * the lanes path's buffers where it takes a stride-1 conv) */
+        int64_t g32 = KANN_CONV_PIXEL_GRANULE, K = (int64_t)args->c_in * args->k_h * args->k_w;
+        kc_bind_scratch(g, p, c, offsetof(kann_conv2d_packed_args, scratch), "im2col",
+                        K * ((hw + g32 - 1) / g32 * g32));
+        c->axis0_whole = (double)K * hw;
+    }
     return c;
 }
 
@@ -782,15 +792,6 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
                 st++;
             c->stream = (int)st;
         }
-        if (!kann_conv2d_packed_pointwise(a) &&
-            (!kann_conv2d_packed_wide(a) || kann_conv2d_packed_lanes_stride1(a))) {
-            /* The gathered B of a tile's pixels: a tile along output channels gathers them
-             * all (and the lanes path's buffers where it takes a stride-1 conv). */
-            int64_t g32 = KANN_CONV_PIXEL_GRANULE;
-            kc_bind_scratch(g, p, c, offsetof(kann_conv2d_packed_args, scratch), "im2col",
-                            (int64_t)K * ((hw + g32 - 1) / g32 * g32));
-            c->axis0_whole = (double)K * hw;
-        }
     }
 }
 
@@ -830,16 +831,7 @@ static void conv_way_call(kc_graph *g, kc_program *p, int id, const conv_way *cw
         return;
     }
     kann_conv2d_packed_args a = packed_args_of(c2, 1);
-    kc_call *c = packed_call(g, p, id, &a, x, x_off, cw->u, b, b_off, -1, 0, y, y_off);
-    if (!kann_conv2d_packed_pointwise(&a) &&
-        (!kann_conv2d_packed_wide(&a) || kann_conv2d_packed_lanes_stride1(&a))) {
-        /* the gathered B of a tile's pixels: a tile along output channels gathers them all */
-        int64_t g32 = KANN_CONV_PIXEL_GRANULE, hw = (int64_t)a.h_out * a.w_out;
-        int64_t K = (int64_t)a.c_in * a.k_h * a.k_w;
-        kc_bind_scratch(g, p, c, offsetof(kann_conv2d_packed_args, scratch), "im2col",
-                        K * ((hw + g32 - 1) / g32 * g32));
-        c->axis0_whole = (double)K * hw;
-    }
+    packed_call(g, p, id, &a, x, x_off, cw->u, b, b_off, -1, 0, y, y_off);
 }
 
 /* ---- a 3-D conv as 2-D convs, one an output depth slice -----------------------------------

@@ -64,6 +64,12 @@ int kc_lower_clip(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_act(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_batchnorm(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_pool(kc_graph *g, kc_program *p, int id, kc_diag *d);
+/* A pool2d call over planes [h_in][w_in] of x into y, the window along rows from axis r and
+ * along columns from axis c of win (-1: a window of one); no activation (lower_pool.c). */
+struct kc_window;
+kc_call *kc_pool2d_call(kc_graph *g, kc_program *p, int id, const struct kc_window *win, int r,
+                        int c, uint32_t planes, uint32_t h_in, uint32_t w_in, uint32_t h_out,
+                        uint32_t w_out, int x, int y);
 int kc_lower_global_avgpool(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_softmax(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_transpose(kc_graph *g, kc_program *p, int id, kc_diag *d);

@@ -8,6 +8,38 @@
 #include "lower_internal.h"
 #include "shapes.h"
 
+/* A pool2d call over planes [h_in][w_in] of x into y, the window along rows from axis r and
+ * along columns from axis c of win (-1: a window of one). */
+kc_call *kc_pool2d_call(kc_graph *g, kc_program *p, int id, const kc_window *win, int r, int c,
+                        uint32_t planes, uint32_t h_in, uint32_t w_in, uint32_t h_out,
+                        uint32_t w_out, int x, int y) {
+    const kc_node *n = &g->nodes[id];
+    kc_call *call = kc_new_call(g, p, KANN_KERNEL_F32_POOL2D, id);
+    kann_pool2d_args *a = call->args;
+    a->kind = n->op == KC_OP_MaxPool ? KANN_POOL_MAX : KANN_POOL_AVG;
+    a->count_include_pad = (uint32_t)kc_attr_int(n, "count_include_pad", 0);
+    a->planes = planes;
+    a->h_in = h_in;
+    a->w_in = w_in;
+    a->h_out = h_out;
+    a->w_out = w_out;
+    a->k_h = r < 0 ? 1 : (uint32_t)win->kernel[r];
+    a->k_w = c < 0 ? 1 : (uint32_t)win->kernel[c];
+    a->stride_h = r < 0 ? 1 : (uint32_t)win->stride[r];
+    a->stride_w = c < 0 ? 1 : (uint32_t)win->stride[c];
+    a->dil_h = r < 0 ? 1 : (uint32_t)win->dilation[r];
+    a->dil_w = c < 0 ? 1 : (uint32_t)win->dilation[c];
+    a->pad_top = r < 0 ? 0 : (uint32_t)win->pad_begin[r];
+    a->pad_bottom = r < 0 ? 0 : (uint32_t)win->pad_end[r];
+    a->pad_left = c < 0 ? 0 : (uint32_t)win->pad_begin[c];
+    a->pad_right = c < 0 ? 0 : (uint32_t)win->pad_end[c];
+    kc_bind(call, offsetof(kann_pool2d_args, x), x, 0, 0);
+    kc_bind(call, offsetof(kann_pool2d_args, y), y, 0, 1);
+    kc_set_tile(call, planes, 1, 0, 0);
+    call->macs = (double)planes * h_out * w_out * a->k_h * a->k_w;
+    return call;
+}
+
 int kc_lower_pool(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     const kc_node *n = &g->nodes[id];
     int x = kc_input(n, 0), y = n->outputs[0];
@@ -24,30 +56,11 @@ int kc_lower_pool(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     }
     const kc_value *xv = kc_val(g, x);
     int two = win.n_spatial == 2;
-    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_POOL2D, id);
-    kann_pool2d_args *a = c->args;
-    a->kind = n->op == KC_OP_MaxPool ? KANN_POOL_MAX : KANN_POOL_AVG;
-    a->count_include_pad = (uint32_t)kc_attr_int(n, "count_include_pad", 0);
-    a->planes = (uint32_t)(xv->dims[0] * xv->dims[1]);
-    a->h_in = two ? (uint32_t)win.in[0] : 1;
-    a->w_in = (uint32_t)win.in[two];
-    a->h_out = two ? (uint32_t)win.out[0] : 1;
-    a->w_out = (uint32_t)win.out[two];
-    a->k_h = two ? (uint32_t)win.kernel[0] : 1;
-    a->k_w = (uint32_t)win.kernel[two];
-    a->stride_h = two ? (uint32_t)win.stride[0] : 1;
-    a->stride_w = (uint32_t)win.stride[two];
-    a->dil_h = two ? (uint32_t)win.dilation[0] : 1;
-    a->dil_w = (uint32_t)win.dilation[two];
-    a->pad_top = two ? (uint32_t)win.pad_begin[0] : 0;
-    a->pad_left = (uint32_t)win.pad_begin[two];
-    a->pad_bottom = two ? (uint32_t)win.pad_end[0] : 0;
-    a->pad_right = (uint32_t)win.pad_end[two];
-    a->act = kc_node_act(n);
-    kc_bind(c, offsetof(kann_pool2d_args, x), x, 0, 0);
-    kc_bind(c, offsetof(kann_pool2d_args, y), y, 0, 1);
-    kc_set_tile(c, a->planes, 1, 0, 0);
-    c->macs = (double)a->planes * a->h_out * a->w_out * a->k_h * a->k_w;
+    kc_call *c =
+        kc_pool2d_call(g, p, id, &win, two ? 0 : -1, two, (uint32_t)(xv->dims[0] * xv->dims[1]),
+                       two ? (uint32_t)win.in[0] : 1, (uint32_t)win.in[two],
+                       two ? (uint32_t)win.out[0] : 1, (uint32_t)win.out[two], x, y);
+    ((kann_pool2d_args *)c->args)->act = kc_node_act(n);
     return 0;
 }
 

@@ -249,38 +249,6 @@ static void window_3(const kc_window *w, uint32_t *in, uint32_t *out, uint32_t *
     }
 }
 
-/* A pool2d call over planes [h_in][w_in] of x into y, the window along rows from axis r and
- * along columns from axis c of win (-1: a window of one). */
-static kc_call *pool2d_call(kc_graph *g, kc_program *p, int id, const kc_window *win, int r, int c,
-                            uint32_t planes, uint32_t h_in, uint32_t w_in, uint32_t h_out,
-                            uint32_t w_out, int x, int y) {
-    const kc_node *n = &g->nodes[id];
-    kc_call *call = kc_new_call(g, p, KANN_KERNEL_F32_POOL2D, id);
-    kann_pool2d_args *a = call->args;
-    a->kind = n->op == KC_OP_MaxPool ? KANN_POOL_MAX : KANN_POOL_AVG;
-    a->count_include_pad = (uint32_t)kc_attr_int(n, "count_include_pad", 0);
-    a->planes = planes;
-    a->h_in = h_in;
-    a->w_in = w_in;
-    a->h_out = h_out;
-    a->w_out = w_out;
-    a->k_h = r < 0 ? 1 : (uint32_t)win->kernel[r];
-    a->k_w = c < 0 ? 1 : (uint32_t)win->kernel[c];
-    a->stride_h = r < 0 ? 1 : (uint32_t)win->stride[r];
-    a->stride_w = c < 0 ? 1 : (uint32_t)win->stride[c];
-    a->dil_h = r < 0 ? 1 : (uint32_t)win->dilation[r];
-    a->dil_w = c < 0 ? 1 : (uint32_t)win->dilation[c];
-    a->pad_top = r < 0 ? 0 : (uint32_t)win->pad_begin[r];
-    a->pad_bottom = r < 0 ? 0 : (uint32_t)win->pad_end[r];
-    a->pad_left = c < 0 ? 0 : (uint32_t)win->pad_begin[c];
-    a->pad_right = c < 0 ? 0 : (uint32_t)win->pad_end[c];
-    kc_bind(call, offsetof(kann_pool2d_args, x), x, 0, 0);
-    kc_bind(call, offsetof(kann_pool2d_args, y), y, 0, 1);
-    kc_set_tile(call, planes, 1, 0, 0);
-    call->macs = (double)planes * h_out * w_out * a->k_h * a->k_w;
-    return call;
-}
-
 /* A 3-D max or average pool as two 2-D ones on the vector pool2d kernel: the window's rows and
  * columns over every depth slice, then its depth over those pooled planes (a k_d x 1 window
  * over planes of depth rows by h_out * w_out columns). The window clipped to the input, or to
@@ -299,10 +267,10 @@ static int lower_pool3d(kc_graph *g, kc_program *p, int id, const kc_window *win
     tv->dims[0] = planes * D;
     tv->dims[1] = win->out[1];
     tv->dims[2] = win->out[2];
-    pool2d_call(g, p, id, win, 1, 2, (uint32_t)(planes * D), (uint32_t)win->in[1],
-                (uint32_t)win->in[2], (uint32_t)win->out[1], (uint32_t)win->out[2], x, t);
-    kc_call *c = pool2d_call(g, p, id, win, 0, -1, (uint32_t)planes, (uint32_t)D, (uint32_t)hw,
-                             (uint32_t)win->out[0], (uint32_t)hw, t, y);
+    kc_pool2d_call(g, p, id, win, 1, 2, (uint32_t)(planes * D), (uint32_t)win->in[1],
+                   (uint32_t)win->in[2], (uint32_t)win->out[1], (uint32_t)win->out[2], x, t);
+    kc_call *c = kc_pool2d_call(g, p, id, win, 0, -1, (uint32_t)planes, (uint32_t)D, (uint32_t)hw,
+                                (uint32_t)win->out[0], (uint32_t)hw, t, y);
     ((kann_pool2d_args *)c->args)->act = kc_node_act(n);
     return 1;
 }
