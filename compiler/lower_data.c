@@ -14,6 +14,10 @@
 /* Flat elements per strided-copy tile: big enough that a tile is worth a record. */
 #define COPY_GRANULE 256
 
+/* Innermost rows shorter than this walk another dim innermost where one is longer
+ * (kc_emit_strided_copy). */
+#define SHORT_ROW 8
+
 int kc_need_movable(kc_graph *g, int node, int v, const char *what, kc_diag *d) {
     if (v < 0) return 0;
     const kc_value *x = kc_val(g, v);
@@ -68,6 +72,24 @@ void kc_emit_strided_copy(kc_graph *g, kc_program *p, int node, int x, int64_t x
         md[0] = 1;
         mx[0] = my[0] = 0;
         r = 1;
+    }
+    /* The kernel pays for each row's index arithmetic: a short innermost dim (DepthToSpace's
+     * block columns) makes the walk cost more than the copy. A longer dim that one of the views
+     * walks contiguously goes innermost instead (the elements copied are the same). */
+    if (md[r - 1] < SHORT_ROW) {
+        int best = -1;
+        for (int i = 0; i < r - 1; i++)
+            if ((mx[i] == 1 || my[i] == 1) && md[i] > md[r - 1] && (best < 0 || md[i] > md[best]))
+                best = i;
+        if (best >= 0) {
+            int64_t d0 = md[best], x0 = mx[best], y0 = my[best];
+            memmove(md + best, md + best + 1, (size_t)(r - 1 - best) * sizeof *md);
+            memmove(mx + best, mx + best + 1, (size_t)(r - 1 - best) * sizeof *mx);
+            memmove(my + best, my + best + 1, (size_t)(r - 1 - best) * sizeof *my);
+            md[r - 1] = d0;
+            mx[r - 1] = x0;
+            my[r - 1] = y0;
+        }
     }
     if (r > KANN_MAX_RANK) { /* one call per index of the outermost dim */
         for (int64_t i = 0; i < md[0]; i++)

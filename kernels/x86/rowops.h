@@ -1,13 +1,15 @@
 /* Row kernels written once over vec_math.h's width-neutral vectors: normalization (f32_norm:
  * LayerNormalization, InstanceNormalization, GroupNormalization), softmax along contiguous
- * rows (f32_softmax with inner == 1: the last axis, as in attention and classifier heads) and
- * the zero borders of pad2d. rowops_avx512.c and rowops_avx2.c define KANN_VEC_BITS, the entry
- * points' names (ROWOPS_NORM, ROWOPS_SOFTMAX, ROWOPS_PAD2D) and include this file. They compute
- * what the references in kernels/ref/norm.c, softmax.c and pad2d.c compute, with vector sums
- * (another summation order) and a polynomial exp (vec_math.h); the layouts they do not cover
- * run the reference. */
-#if !defined(ROWOPS_NORM) || !defined(ROWOPS_SOFTMAX) || !defined(ROWOPS_PAD2D)
-#error "define KANN_VEC_BITS, ROWOPS_NORM, ROWOPS_SOFTMAX and ROWOPS_PAD2D first"
+ * rows (f32_softmax with inner == 1: the last axis, as in attention and classifier heads), the
+ * zero borders of pad2d and the blocks of a transpose that swaps the innermost dims.
+ * rowops_avx512.c and rowops_avx2.c define KANN_VEC_BITS, the entry points' names (ROWOPS_NORM,
+ * ROWOPS_SOFTMAX, ROWOPS_PAD2D, ROWOPS_TRANSPOSE) and include this file. They compute what the
+ * references in kernels/ref/norm.c, softmax.c, pad2d.c and transpose.c compute, with vector sums
+ * (another summation order) and a polynomial exp (vec_math.h); the layouts they do not cover run
+ * the reference. */
+#if !defined(ROWOPS_NORM) || !defined(ROWOPS_SOFTMAX) || !defined(ROWOPS_PAD2D) ||                 \
+    !defined(ROWOPS_TRANSPOSE)
+#error "define KANN_VEC_BITS, ROWOPS_NORM, ROWOPS_SOFTMAX, ROWOPS_PAD2D and ROWOPS_TRANSPOSE first"
 #endif
 
 #include <math.h>
@@ -15,6 +17,7 @@
 #include "kann_x86.h"
 #include "ref/act.h"
 #include "ref/pad2d.h"
+#include "ref/transpose.h"
 #include "vec_math.h"
 #include "simd_act.h"
 
@@ -220,4 +223,59 @@ void ROWOPS_PAD2D(const void *args, const kann_exec *ex) {
         kann_pad2d_rows(a, ex, pad_row_short);
     else
         kann_pad2d_rows(a, ex, pad_row);
+}
+
+/* A transpose block (ref/transpose.h) a tile of KANN_VL x KANN_VL at a time: each x line's
+ * KANN_VL floats one load, the tile turned in registers, each y row's one store; the ragged
+ * edges masked. Rows of two columns (DepthToSpace and PixelShuffle of block 2) interleave two
+ * x lines a vector at a time; other rows of fewer than half a vector of columns would fill
+ * too few lanes of the tile: they go element by element. */
+static void transpose_block(const float *x, size_t x_col_stride, float *y, size_t rows, size_t n) {
+    if (n == 2) {
+        const float *x1 = x + x_col_stride;
+        size_t i = 0;
+        for (; i + KANN_VL <= rows; i += KANN_VL) {
+            vf lo, hi;
+            vf_zip(vf_load(x + i), vf_load(x1 + i), &lo, &hi);
+            vf_store(y + 2 * i, lo);
+            vf_store(y + 2 * i + KANN_VL, hi);
+        }
+        for (; i < rows; i++) {
+            y[2 * i] = x[i];
+            y[2 * i + 1] = x1[i];
+        }
+        return;
+    }
+    if (n < KANN_VL / 2) {
+        kann_transpose_block_scalar(x, x_col_stride, y, rows, n);
+        return;
+    }
+    for (size_t i0 = 0; i0 < rows; i0 += KANN_VL) {
+        size_t ri = rows - i0 < KANN_VL ? rows - i0 : KANN_VL;
+        for (size_t j0 = 0; j0 < n; j0 += KANN_VL) {
+            size_t cj = n - j0 < KANN_VL ? n - j0 : KANN_VL;
+            const float *xt = x + j0 * x_col_stride + i0;
+            float *yt = y + i0 * n + j0;
+            vf r[KANN_VL];
+            if (ri == KANN_VL && cj == KANN_VL) {
+#pragma GCC unroll 16
+                for (size_t l = 0; l < KANN_VL; l++)
+                    r[l] = vf_load(xt + l * x_col_stride);
+                vf_transpose(r);
+#pragma GCC unroll 16
+                for (size_t l = 0; l < KANN_VL; l++)
+                    vf_store(yt + l * n, r[l]);
+                continue;
+            }
+            for (size_t l = 0; l < KANN_VL; l++)
+                r[l] = l < cj ? vf_load_n(xt + l * x_col_stride, ri) : vf_set1(0.0f);
+            vf_transpose(r);
+            for (size_t l = 0; l < ri; l++)
+                vf_store_n(yt + l * n, r[l], cj);
+        }
+    }
+}
+
+void ROWOPS_TRANSPOSE(const void *args, const kann_exec *ex) {
+    kann_transpose_drive(args, ex, transpose_block);
 }

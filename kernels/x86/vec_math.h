@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #if KANN_VEC_BITS == 512
+#include "transpose_avx512.h"
 #define KANN_VL 16
 typedef __m512 vf;
 static inline vf vf_set1(float v) {
@@ -73,6 +74,18 @@ static inline float vf_sum(vf a) {
 }
 static inline float vf_hmax(vf a) {
     return _mm512_reduce_max_ps(a);
+}
+/* r[i][j] <- r[j][i], KANN_VL vectors */
+static inline __attribute__((always_inline)) void vf_transpose(vf *r) {
+    kann_transpose16_ps(r);
+}
+/* a0 b0 a1 b1 ... : the first KANN_VL lanes in *lo, the rest in *hi */
+static inline void vf_zip(vf a, vf b, vf *lo, vf *hi) {
+    const __m512i il = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i ih =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    *lo = _mm512_permutex2var_ps(a, il, b);
+    *hi = _mm512_permutex2var_ps(a, ih, b);
 }
 #elif KANN_VEC_BITS == 256
 #define KANN_VL 8
@@ -145,6 +158,31 @@ static inline float vf_hmax(vf a) {
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
     s = _mm_max_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+}
+static inline void vf_zip(vf a, vf b, vf *lo, vf *hi) {
+    __m256 l = _mm256_unpacklo_ps(a, b), h = _mm256_unpackhi_ps(a, b); /* a0 b0 a1 b1 | a4 b4 .. */
+    *lo = _mm256_permute2f128_ps(l, h, 0x20);
+    *hi = _mm256_permute2f128_ps(l, h, 0x31);
+}
+static inline __attribute__((always_inline)) void vf_transpose(vf *r) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* within each 128-bit half: column 4h + j of rows 4q .. 4q + 3 into u[4q + j] */
+    for (int i = 0; i < 8; i += 4) {
+        __m256d a0 = _mm256_castps_pd(t[i]), a1 = _mm256_castps_pd(t[i + 1]);
+        __m256d a2 = _mm256_castps_pd(t[i + 2]), a3 = _mm256_castps_pd(t[i + 3]);
+        u[i] = _mm256_castpd_ps(_mm256_unpacklo_pd(a0, a2));
+        u[i + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a0, a2));
+        u[i + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(a1, a3));
+        u[i + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(a1, a3));
+    }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
 }
 #else
 #error "define KANN_VEC_BITS as 512 or 256"

@@ -124,6 +124,12 @@ def layout_cases():
         yield one(f"depth_to_space_{mode}", "DepthToSpace", [1, 8, 3, 2], 140, blocksize=2,
                   mode=mode)
     yield one("space_to_depth", "SpaceToDepth", [2, 3, 4, 6], 141, blocksize=2)
+    # maps wide enough that the copy walks the map's columns innermost, not the block's (rows
+    # of 40 and 13 against 2 and 3; tiles split across streams mid-row)
+    yield one("depth_to_space_wide", "DepthToSpace", [1, 12, 5, 40], 146, blocksize=2)
+    yield one("depth_to_space_crd_b3", "DepthToSpace", [1, 18, 4, 13], 147, blocksize=3,
+              mode="CRD")
+    yield one("space_to_depth_wide", "SpaceToDepth", [1, 3, 6, 34], 148, blocksize=2)
     yield one("transpose_int64", "Transpose", [2, 3, 4], 142, dtype=I64, perm=[2, 0, 1])
     yield one("trilu_upper_k", "Trilu", [2, 4, 5], 143, extra_inputs=["k"],
               feeds={"k": np.array(1, np.int64)}, opset=14)

@@ -704,13 +704,19 @@ static void test_transpose(void **state) {
         uint32_t rank = rng_range(1, KANN_MAX_RANK), x_dims[KANN_MAX_RANK], perm[KANN_MAX_RANK];
         /* A third of the cases are layout changes of wider maps, whose innermost dims the
          * kernel swaps in blocks: NCHW -> NHWC (the last two dims swapped) and NHWC -> NCHW
-         * (the last dim moved to the front), inner extents up to 40 (ragged blocks). */
-        int layout = i % 3 == 0 && rank >= 2 ? 1 + (i / 3) % 2 : 0;
+         * (the last dim moved to the front), inner extents up to 40 (ragged blocks); and the
+         * last two dims swapped into rows of 2 to 4 columns, up to 300 of them (the narrow
+         * rows of DepthToSpace: the SIMD variants interleave pairs, blocks take more rows). */
+        int layout = i % 3 == 0 && rank >= 2 ? 1 + (i / 3) % 3 : 0;
         for (uint32_t d = 0; d < rank; d++) {
             x_dims[d] = layout && d + 2 >= rank ? rng_range(1, 40) : PICK(1, 2, 3, 4, 5, 7);
             perm[d] = d;
         }
-        if (layout == 1) {
+        if (layout == 3) {
+            x_dims[rank - 2] = PICK(2, 2, 3, 4);
+            x_dims[rank - 1] = rng_range(1, 300);
+        }
+        if (layout == 1 || layout == 3) {
             perm[rank - 2] = rank - 1;
             perm[rank - 1] = rank - 2;
         } else if (layout == 2) {
