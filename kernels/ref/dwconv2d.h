@@ -35,8 +35,13 @@
  * pixels, plus the tap's column offset) stays inside the buffer. */
 #define KANN_DW_SLACK 16u
 
-/* Window taps the band layout handles (its offset table lives on the stack). */
-#define KANN_DW_MAX_TAPS 64u
+/* Window taps the band layout handles (its offset table lives on the stack, 8 KiB): up to
+ * 32x32, the large-kernel depthwise convs of RepLKNet-style models (31x31). */
+#define KANN_DW_MAX_TAPS 1024u
+
+/* Phase planes the band layout handles: one per distinct (tap row mod s_h, tap column mod
+ * s_w), at most s_h * s_w. */
+#define KANN_DW_MAX_PLANES 64u
 
 /* A full band's output rows are a multiple of this (when it holds that many): the variants
  * may compute blocks of up to that many rows and read a last, partial block's missing rows
@@ -49,7 +54,7 @@ typedef struct kann_dw_band {
     size_t reach;    /* plane rows past a band's output rows that the taps read */
     size_t plane;    /* floats per plane, slack included */
     size_t n_planes; /* the phases (pr, pc) some tap reads */
-    uint32_t pr[KANN_DW_MAX_TAPS], pc[KANN_DW_MAX_TAPS];
+    uint32_t pr[KANN_DW_MAX_PLANES], pc[KANN_DW_MAX_PLANES];
     size_t n_taps;
     ptrdiff_t taps[KANN_DW_MAX_TAPS]; /* tap t = kh * k_w + kw: its offset in the buffer */
 } kann_dw_band;
@@ -58,7 +63,9 @@ typedef struct kann_dw_band {
  * with its reach fits the buffer): then the variant leaves the conv to the reference. */
 static inline int kann_dw_band_plan(const kann_dwconv2d_args *a, kann_dw_band *b) {
     size_t n_taps = (size_t)a->k_h * a->k_w;
-    if (n_taps == 0 || n_taps > KANN_DW_MAX_TAPS || a->stride_h == 0 || a->stride_w == 0) return 0;
+    if (n_taps == 0 || n_taps > KANN_DW_MAX_TAPS || a->stride_h == 0 || a->stride_w == 0 ||
+        (n_taps > KANN_DW_MAX_PLANES && (uint64_t)a->stride_h * a->stride_w > KANN_DW_MAX_PLANES))
+        return 0;
     uint64_t reach_r = (uint64_t)(a->k_h - 1) * a->dil_h / a->stride_h;
     uint64_t reach_c = (uint64_t)(a->k_w - 1) * a->dil_w / a->stride_w;
     uint64_t w_h = (uint64_t)a->w_out + reach_c;

@@ -152,11 +152,13 @@ band_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, 
     }
 }
 
-/* One band (kann_dw_band_fn): the row path or the wide grid. */
+/* One band (kann_dw_band_fn): the 3-row path, row by row, or the wide grid. */
 static void band(const kann_dw_band_job *job) {
     const kann_dwconv2d_args *a = job->a;
     dw_out o = dw_out_of(job);
-    if (!job->rows_path)
+    if (!job->rows_path && dw_by_rows(job->b, a->w_out))
+        dw_band_by_rows(job->b, job->buf, job->wc, a->w_out, job->rows, job->y, job->res, &o);
+    else if (!job->rows_path)
         band_flat(job->b, job->buf, job->wc, job->rows * job->b->w_h, job->masks, job->at, job->y,
                   job->res, &o);
     else if (a->stride_h == 1)

@@ -108,11 +108,13 @@ band_rows(const kann_dw_band *b, const float *buf, const float *wc, size_t k_w, 
     }
 }
 
-/* One band (kann_dw_band_fn): the row path or the wide grid. */
+/* One band (kann_dw_band_fn): the 3-row path, row by row, or the wide grid. */
 static void band(const kann_dw_band_job *job) {
     const kann_dwconv2d_args *a = job->a;
     dw_out o = dw_out_of(job);
-    if (!job->rows_path)
+    if (!job->rows_path && dw_by_rows(job->b, a->w_out))
+        dw_band_by_rows(job->b, job->buf, job->wc, a->w_out, job->rows, job->y, job->res, &o);
+    else if (!job->rows_path)
         band_flat(job->b, job->buf, job->wc, job->rows * job->b->w_h, job->masks, job->at, job->y,
                   job->res, &o);
     else if (a->stride_h == 1)
@@ -134,6 +136,7 @@ static void band(const kann_dw_band_job *job) {
  * is contiguous and every tap is a constant offset from its pixel's window corner. */
 
 #define CL_VECS 1024 /* vectors in the ring: 64 KiB */
+#define CL_MAX_TAPS 64 /* the taps' weights a lane each, on the stack: 4 KiB */
 #define CL_BLOCK 8   /* output pixels computed together (independent FMA chains) */
 
 typedef struct cl_plan {
@@ -143,13 +146,13 @@ typedef struct cl_plan {
     size_t r;      /* ring slots */
     size_t mirror; /* slots mirrored after the ring: span - 1 when r < hp (the ring wraps) */
     size_t n_taps;
-    ptrdiff_t taps[KANN_DW_MAX_TAPS]; /* tap t: floats from the window corner */
+    ptrdiff_t taps[CL_MAX_TAPS]; /* tap t: floats from the window corner */
 } cl_plan;
 
 /* The ring of a conv; 0 when the rows a block of output pixels needs do not fit. */
 static int cl_plan_of(const kann_dwconv2d_args *a, cl_plan *p) {
     uint64_t n_taps = (uint64_t)a->k_h * a->k_w;
-    if (n_taps == 0 || n_taps > KANN_DW_MAX_TAPS || a->stride_h == 0 || a->stride_w == 0 ||
+    if (n_taps == 0 || n_taps > CL_MAX_TAPS || a->stride_h == 0 || a->stride_w == 0 ||
         a->w_out == 0 || a->h_out == 0 || a->w_in == 0)
         return 0;
     uint64_t wp = (uint64_t)(a->w_out - 1) * a->stride_w + (uint64_t)(a->k_w - 1) * a->dil_w + 1;
@@ -436,7 +439,7 @@ static __attribute__((noinline)) void cl_drive(const kann_dwconv2d_args *a, cons
                 dest[i] = (uint32_t)(
                     col < p->wp ? ((ih + a->pad_top) * p->wp + col) * LANES : CL_VECS * LANES);
             }
-    __attribute__((aligned(64))) float wt[KANN_DW_MAX_TAPS * LANES];
+    __attribute__((aligned(64))) float wt[CL_MAX_TAPS * LANES];
     /* zeroed once: the padding columns are never written, the mirror only where it shadows */
     kann_fill_zero(ring, (p->r + p->mirror) * p->wp * LANES);
     cl_group g;

@@ -104,6 +104,12 @@ def conv_cases():
                     dilations=[2, 2], pads=[1, 1, 1, 1])
     yield conv_case("conv_depthwise", [1, 7, 10, 10], [7, 1, 3, 3], 5, group=7, strides=[2, 2],
                     pads=[1, 1, 1, 1])
+    # large-kernel depthwise convs (RepLKNet's 31x31, a 13x13 at stride 2): the band layout's
+    # taps up to 32x32, rows computed row by row where the window's reach exceeds the map
+    yield conv_case("conv_depthwise_31x31", [1, 20, 24, 24], [20, 1, 31, 31], 19, group=20,
+                    pads=[15, 15, 15, 15])
+    yield conv_case("conv_depthwise_13x13_s2", [1, 6, 30, 33], [6, 1, 13, 13], 20, group=6,
+                    strides=[2, 2], pads=[6, 6, 6, 6])
     yield conv_case("conv_same_upper", [1, 3, 7, 8], [4, 3, 4, 4], 6, auto_pad="SAME_UPPER",
                     strides=[2, 2])
     yield conv_case("conv_same_lower", [1, 3, 7, 8], [4, 3, 4, 3], 7, auto_pad="SAME_LOWER")

@@ -985,6 +985,34 @@ static void test_dwconv2d_model_shapes(void **state) {
         check_dwconv(&cases[i]);
 }
 
+/* Large windows (more than 64 taps, up to 32x32: RepLKNet's 31x31, 13x13, 9x9) and windows
+ * wide next to their map, where the band goes row by row instead of on the wide grid: random
+ * windows up to 31x31 with strides 1-2, dilation, padding up to half the window, maps of 1 to 70
+ * rows and up to 90 columns, channel counts on both sides of AVX-512's channels-in-lanes path
+ * (which leaves windows of more than 64 taps to the band path); fixed model shapes, and one
+ * past 32x32 (the reference's). */
+static void test_dwconv2d_large_windows(void **state) {
+    (void)state;
+    rng_state = 109;
+    static const dw_case cases[] = {
+        {1, 5, 32, 32, 31, 31, 1, 1, 1, 1, 15, 15}, {1, 13, 16, 16, 13, 13, 1, 1, 1, 1, 6, 6},
+        {1, 3, 56, 56, 9, 9, 1, 1, 1, 1, 4, 4},     {1, 3, 28, 28, 13, 13, 2, 2, 1, 1, 6, 6},
+        {1, 2, 14, 14, 7, 7, 1, 1, 1, 1, 3, 3},     {1, 2, 7, 7, 7, 7, 1, 1, 1, 1, 3, 3},
+        {1, 2, 20, 40, 1, 31, 1, 1, 1, 1, 0, 15},   {1, 2, 40, 20, 31, 1, 1, 1, 1, 1, 15, 0},
+        {1, 2, 40, 40, 33, 33, 1, 1, 1, 1, 16, 16},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_dwconv(&cases[i]);
+    for (int i = 0; i < 60; i++) {
+        dw_case k = random_dw_case(1, 20, 31, 4, 0, 70, 90);
+        if (k.s_h > 2) k.s_h = 2;
+        if (k.s_w > 2) k.s_w = 2;
+        k.p_top = rng_range(0, k.k_h / 2);
+        k.p_left = rng_range(0, k.k_w / 2);
+        check_dwconv(&k);
+    }
+}
+
 /* AVX-512's path for small maps (whole planes in at most 4 vectors): 3x3 and 5x5 windows at
  * stride 1 whose output is as large as the input (5x5 on rows of at most 7, wider ones leave the
  * path), on maps of 1 to 12 rows and columns (planes of 1 to 64 outputs in one to four vectors,
@@ -1653,6 +1681,7 @@ int main(void) {
         cmocka_unit_test(test_dwconv2d_model_shapes),
         cmocka_unit_test(test_dwconv2d_lanes),
         cmocka_unit_test(test_dwconv2d_planes),
+        cmocka_unit_test(test_dwconv2d_large_windows),
         cmocka_unit_test(test_pool2d_random),
         cmocka_unit_test(test_conv2d_maxpool_random),
         cmocka_unit_test(test_conv2d_maxpool_validate),
