@@ -1465,6 +1465,79 @@ static int lower_conv3d_depthwise(kc_graph *g, kc_program *p, int id, const kc_w
     return 1;
 }
 
+/* ---- many small groups as depthwise passes ---------------------------------------------------
+ * A grouped conv the packed kernel does not take (more than 64 groups, or fewer than 4 output
+ * channels a group: depthwise multipliers) would run on the direct reference. Output channel
+ * g * Mg + j of G groups of Cg input channels is the sum over i < Cg of input channel g * Cg + i
+ * convolved by its weights [g * Mg + j][i]: for each (j, i) one depthwise conv over all G
+ * groups at once, on f32_dwconv2d. The input goes [Cg][G][H][W] first (a strided copy; x itself
+ * when Cg = 1), the sums of a j through two scratch maps (bias in its first pass, activation in
+ * its last), into y itself when Mg = 1 and otherwise into [Mg][G][Ho][Wo], copied back
+ * interleaved. 128 groups of 2 channels, 3x3 on 28x28: 4.5 -> 0.4 ms. */
+
+/* Passes (Cg * Mg depthwise convs) above which a conv stays on the direct kernel. */
+#define KC_GROUP_PASSES 64
+
+static int lower_group_passes(kc_graph *g, kc_program *p, int id, const kann_conv2d_args *a,
+                              int w) {
+    const kc_node *n = &g->nodes[id];
+    int x = kc_input(n, 0), b = kc_input(n, 2), y = n->outputs[0], res = n->epi.residual;
+    uint32_t G = a->group;
+    if (a->n != 1 || G < 2 || a->c_in % G || a->c_out % G || !kc_is_const(g, w)) return 0;
+    uint32_t Cg = a->c_in / G, Mg = a->c_out / G;
+    if ((Cg == 1 && Mg == 1) || (uint64_t)Cg * Mg > KC_GROUP_PASSES || (res >= 0 && Mg > 1) ||
+        (b >= 0 && Mg > 1 && !kc_is_const(g, b)))
+        return 0;
+    int64_t fl = (int64_t)sizeof(float), hw_in = (int64_t)a->h_in * a->w_in,
+            hw = (int64_t)a->h_out * a->w_out, taps = (int64_t)a->k_h * a->k_w;
+    int xg = x;
+    if (Cg > 1) { /* x [G][Cg][hw] -> [Cg][G][hw] */
+        int64_t dims[3] = {Cg, G, hw_in}, xs[3] = {hw_in, Cg * hw_in, 1},
+                ys[3] = {G * hw_in, hw_in, 1};
+        xg = f32_value(g, x, "group_major", 3, dims);
+        kc_emit_strided_copy(g, p, id, x, 0, xg, 0, 3, dims, xs, ys);
+    }
+    int64_t yt_dims[3] = {Mg, G, hw};
+    int yt = Mg == 1 ? y : f32_value(g, y, "group_major", 3, yt_dims);
+    int sums[2] = {-1, -1};
+    for (int i = 0; i < 2 && Cg > 1; i++)
+        sums[i] = planes_value(g, y, kc_sprintf(g, "group_sum%d", i), G, a->h_out, a->w_out);
+    kann_conv2d_args c2 = *a;
+    c2.c_in = c2.c_out = c2.group = G;
+    const kc_value *wv = kc_val(g, w), *bv = b >= 0 ? kc_val(g, b) : NULL;
+    float *v = malloc(sizeof(float) * (size_t)(G * taps));
+    if (!v) abort();
+    for (uint32_t j = 0; j < Mg; j++) {
+        int bj = b;
+        if (b >= 0 && Mg > 1) { /* the biases of output channels g * Mg + j */
+            for (uint32_t gi = 0; gi < G; gi++)
+                v[gi] = ((const float *)bv->data)[gi * Mg + j];
+            int64_t bd = G;
+            bj = kc_new_const_f32(g, kc_sprintf(g, "%s.pass%u", bv->name, j), 1, &bd, v);
+        }
+        int sum = res;
+        for (uint32_t i = 0; i < Cg; i++) {
+            for (uint32_t gi = 0; gi < G; gi++)
+                memcpy(v + gi * taps, (const float *)wv->data + ((gi * Mg + j) * Cg + i) * taps,
+                       sizeof(float) * (size_t)taps);
+            int64_t wd[4] = {G, 1, a->k_h, a->k_w};
+            int wij = kc_new_const_f32(g, kc_sprintf(g, "%s.pass%u_%u", wv->name, j, i), 4, wd, v);
+            int last = i == Cg - 1, to = last ? yt : sums[i % 2];
+            kann_conv2d_args c = c2;
+            c.act = last ? a->act : (kann_act){0};
+            dw_call(g, p, id, &c, xg, (int64_t)i * G * hw_in * fl, wij, i == 0 ? bj : -1, sum, 0,
+                    to, last ? (int64_t)j * G * hw * fl : 0);
+            sum = to;
+        }
+    }
+    free(v);
+    if (Mg > 1) { /* [Mg][G][hw] -> y [G][Mg][hw] */
+        int64_t dims[3] = {G, Mg, hw}, xs[3] = {hw, G * hw, 1}, ys[3] = {Mg * hw, hw, 1};
+        kc_emit_strided_copy(g, p, id, yt, 0, y, 0, 3, dims, xs, ys);
+    }
+    return 1;
+}
+
 /* ---- an inverted residual block as one record -----------------------------------------------
  * A pointwise expansion, a depthwise conv and a pointwise projection (or just the last two)
  * lower to one f32_dwblock call where their inner maps are large: band by band, the expanded
@@ -1675,6 +1748,7 @@ int kc_lower_conv(kc_graph *g, kc_program *p, int id, kc_diag *d) {
             lower_packed(g, p, id, a, d);
         return 0;
     }
+    if (lower_group_passes(g, p, id, a, w)) return 0;
     int depthwise = a->group > 1 && a->group == a->c_in && a->c_out == a->c_in;
     kc_call *c =
         kc_new_call(g, p, depthwise ? KANN_KERNEL_F32_DWCONV2D : KANN_KERNEL_F32_CONV2D, id);

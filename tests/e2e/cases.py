@@ -79,6 +79,23 @@ def conv_cases():
            model(nodes, [vi("x", [1, 144, 7, 7])], [vi("y", None)],
                  [const("W", randn(r, 144, 16, 3, 3, scale=0.2)), const("B", randn(r, 144))]),
            {"x": randn(r, 1, 144, 7, 7)}, [])
+    # groups the packed kernel does not take (over 64 of them, or under 4 output channels
+    # each): one depthwise conv over all groups per (output, input) channel of a group, the
+    # input gathered group-major, the outputs interleaved back; a depthwise multiplier of 3 at
+    # stride 2, 96 groups of 2 -> 1 with the block's input added and a ReLU, dilation
+    yield conv_case("conv_groups_multiplier", [1, 8, 11, 12], [24, 1, 3, 3], 51, group=8,
+                    strides=[2, 2], pads=[1, 1, 1, 1])
+    r = rng(52)
+    node = helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv", group=96,
+                            pads=[1, 1, 1, 1])
+    nodes = [node, helper.make_node("Add", ["c", "r"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    yield ("conv_groups_many_residual",
+           model(nodes, [vi("x", [1, 192, 9, 10]), vi("r", [1, 96, 9, 10])], [vi("y", None)],
+                 [const("W", randn(r, 96, 2, 3, 3, scale=0.3)), const("B", randn(r, 96))]),
+           {"x": randn(r, 1, 192, 9, 10), "r": randn(r, 1, 96, 9, 10)}, [])
+    yield conv_case("conv_groups_many_dilated", [1, 140, 10, 10], [140, 2, 3, 3], 53, group=70,
+                    dilations=[2, 2], pads=[2, 2, 2, 2], bias=False)
     # atrous convs on a small map: taps that read only padding are cut (DeepLab's ASPP)
     yield conv_case("conv_atrous_center_tap_only", [1, 8, 6, 6], [4, 8, 3, 3], 44,
                     dilations=[7, 7], pads=[7, 7, 7, 7])
