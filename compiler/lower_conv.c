@@ -1069,6 +1069,21 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
         x = pad_input(g, p, id, x, &c2, (uint32_t)reach[0], (uint32_t)reach[1]);
     const float *wsrc = kc_val(g, w)->data; /* [C][M][k_h][k_w] */
     kann_act act = kc_node_act(n);
+    /* Phases all of out / s outputs, none starting late (a 2x2 kernel at stride 2): their
+     * outputs side by side in one image [s_h][s_w][M][H][W], turned into y by one transpose
+     * (pairs of columns interleaved a vector at a time), not copied phase by phase with stride
+     * s_w stores. */
+    int uniform = s[0] * s[1] > 1 && out[0] % s[0] == 0 && out[1] % s[1] == 0;
+    for (int ax = 0; ax < 2 && uniform; ax++)
+        for (int64_t r = 0; r < s[ax] && uniform; r++)
+            uniform = phase_of(r, out[ax], k[ax], s[ax], pad[ax]).lead == lo[ax];
+    int64_t Hp = out[0] / s[0], Wp = out[1] / s[1],
+            phase_bytes = M * Hp * Wp * (int64_t)sizeof(float);
+    int zs_all = -1;
+    if (uniform) {
+        int64_t zd[3] = {s[0] * s[1] * M, Hp, Wp};
+        zs_all = f32_value(g, y, "phases", 3, zd);
+    }
     for (int64_t rh = 0; rh < s[0]; rh++)
         for (int64_t rw = 0; rw < s[1]; rw++) {
             phase_axis ah = phase_of(rh, out[0], k[0], s[0], pad[0]),
@@ -1112,23 +1127,31 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
             pc.group = depthwise ? (uint32_t)C : 1;
             pc.act = act;
             int whole = s[0] == 1 && s[1] == 1 && eh == 0 && ew == 0;
+            int64_t z_off = uniform ? (rh * s[1] + rw) * phase_bytes : 0;
             int z = whole ? y
-                          : planes_value(
-                                g, y, kc_sprintf(g, "phase%lld_%lld", (long long)rh, (long long)rw),
-                                pc.c_out, pc.h_out, pc.w_out);
+                    : uniform
+                        ? zs_all
+                        : planes_value(
+                              g, y, kc_sprintf(g, "phase%lld_%lld", (long long)rh, (long long)rw),
+                              pc.c_out, pc.h_out, pc.w_out);
             if (depthwise) {
-                dw_call(g, p, id, &pc, x, 0, wv, b, -1, 0, z, 0);
+                dw_call(g, p, id, &pc, x, 0, wv, b, -1, 0, z, z_off);
             } else {
                 conv_way cw = conv_way_of(g, p, &pc, wv);
-                conv_way_call(g, p, id, &cw, x, 0, b, 0, z, 0);
+                conv_way_call(g, p, id, &cw, x, 0, b, 0, z, z_off);
             }
-            if (whole) continue;
+            if (whole || uniform) continue;
             int64_t dims[3] = {M, ah.outs, aw.outs},
                     zs[3] = {(int64_t)pc.h_out * pc.w_out, pc.w_out, 1},
                     ys[3] = {out[0] * out[1], s[0] * out[1], s[1]};
             kc_emit_strided_copy(g, p, id, z, eh * pc.w_out + ew, y, rh * out[1] + rw, 3, dims, zs,
                                  ys);
         }
+    if (uniform) { /* y [M][Hp][s_h][Wp][s_w] from the phases [s_h][s_w][M][Hp][Wp] */
+        int64_t plane = Hp * Wp, dims[5] = {M, Hp, s[0], Wp, s[1]},
+                xs[5] = {plane, Wp, s[1] * M * plane, 1, M * plane};
+        kc_emit_f32_transpose(g, p, id, zs_all, y, 5, dims, xs);
+    }
     return 1;
 }
 

@@ -259,6 +259,10 @@ int kc_lower_depth_space(kc_graph *g, kc_program *p, int id, kc_diag *d) {
         memcpy(dims, d6, sizeof d6);
         memcpy(xs, x6, sizeof x6);
     }
+    if (xv->dtype == KC_DTYPE_FLOAT) { /* block columns interleaved a vector at a time */
+        kc_emit_f32_transpose(g, p, id, x, y, 6, dims, xs);
+        return 0;
+    }
     int64_t s = 1;
     for (int i = 5; i >= 0; i--) {
         ys[i] = s;

@@ -83,6 +83,9 @@ int kc_lower_lrn(kc_graph *g, kc_program *p, int id, kc_diag *d);
 int kc_lower_loss(kc_graph *g, kc_program *p, int id, kc_diag *d);
 /* Data movement and spatial ops (lower_data.c, lower_spatial.c). */
 int kc_need_movable(kc_graph *g, int node, int v, const char *what, kc_diag *d);
+/* y (dense, dims) from x read through x_strides (elements), on f32_transpose (lower_layout.c). */
+void kc_emit_f32_transpose(kc_graph *g, kc_program *p, int node, int x, int y, int rank,
+                           const int64_t *dims, const int64_t *x_strides);
 /* Copies y[y_base + sum i*ys] = x[x_base + sum i*xs] over dims (elements of x's dtype). */
 void kc_emit_strided_copy(kc_graph *g, kc_program *p, int node, int x, int64_t x_base, int y,
                           int64_t y_base, int rank, const int64_t *dims, const int64_t *xs,

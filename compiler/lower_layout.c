@@ -53,26 +53,35 @@ int kc_lower_transpose(kc_graph *g, kc_program *p, int id, kc_diag *d) {
     if (kc_attr_ints(n, "perm", perm, KC_MAX_RANK) != r)
         for (int i = 0; i < r; i++)
             perm[i] = r - 1 - i;
-    int64_t in_strides[KC_MAX_RANK];
+    int64_t in_strides[KC_MAX_RANK], dims[KC_MAX_RANK], xs[KC_MAX_RANK];
     int64_t s = 1;
     for (int i = r - 1; i >= 0; i--) {
         in_strides[i] = s;
         s *= xv->dims[i];
     }
-    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_TRANSPOSE, id);
-    kann_transpose_args *a = c->args;
-    a->rank = (uint32_t)(r ? r : 1);
-    a->dims[0] = 1;
     for (int i = 0; i < r; i++) {
-        a->dims[i] = (uint32_t)xv->dims[perm[i]];
-        a->x_strides[i] = (uint32_t)in_strides[perm[i]];
+        dims[i] = xv->dims[perm[i]];
+        xs[i] = in_strides[perm[i]];
+    }
+    kc_emit_f32_transpose(g, p, id, x, y, r, dims, xs);
+    return 0;
+}
+
+void kc_emit_f32_transpose(kc_graph *g, kc_program *p, int node, int x, int y, int rank,
+                           const int64_t *dims, const int64_t *x_strides) {
+    kc_call *c = kc_new_call(g, p, KANN_KERNEL_F32_TRANSPOSE, node);
+    kann_transpose_args *a = c->args;
+    a->rank = (uint32_t)(rank ? rank : 1);
+    a->dims[0] = 1;
+    for (int i = 0; i < rank; i++) {
+        a->dims[i] = (uint32_t)dims[i];
+        a->x_strides[i] = (uint32_t)x_strides[i];
     }
     kc_bind(c, offsetof(kann_transpose_args, x), x, 0, 0);
     kc_bind(c, offsetof(kann_transpose_args, y), y, 0, 1);
     uint32_t count = (uint32_t)kc_value_numel(kc_val(g, y));
     kc_set_tile(c, count, 64, 0, 0);
     c->macs = count;
-    return 0;
 }
 
 int kc_lower_concat(kc_graph *g, kc_program *p, int id, kc_diag *d) {

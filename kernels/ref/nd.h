@@ -87,4 +87,20 @@ static inline void kann_nd_next_row(kann_nd *v) {
     kann_nd_update_offsets(v);
 }
 
+/* Moves k rows on (rank >= 2, the current row finished, index[rank - 2] + k at most its
+ * dim): what k calls of kann_nd_next_row do, the offsets worked out once. */
+static inline void kann_nd_next_rows(kann_nd *v, uint32_t k) {
+    uint32_t d = v->rank - 2;
+    v->index[d + 1] = 0;
+    v->index[d] += k;
+    if (v->index[d] == v->dims[d]) {
+        v->index[d] = 0;
+        while (d-- > 0) {
+            if (++v->index[d] < v->dims[d]) break;
+            v->index[d] = 0;
+        }
+    }
+    kann_nd_update_offsets(v);
+}
+
 #endif

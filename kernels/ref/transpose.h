@@ -60,8 +60,7 @@ kann_transpose_drive(const kann_transpose_args *a, const kann_exec *ex,
             block(x + nd.offsets[0], x_stride, y + pos, rows, n);
             pos += rows * n;
             if (pos == end) break;
-            for (size_t i = 0; i < rows; i++)
-                kann_nd_next_row(&nd);
+            kann_nd_next_rows(&nd, (uint32_t)rows);
             continue;
         }
         size_t len = kann_nd_row_left(&nd);

@@ -18,9 +18,6 @@
 #include "ref/act.h"
 #include "vec_math.h"
 #include "simd_act.h"
-#if KANN_VEC_BITS == 512
-#include "transpose_avx512.h"
-#endif
 
 /* Vectors of a block, and pixels per group at most: 24 accumulators of 16 lanes (12 pixels), 12
  * of 8 (3 pixels; AVX2's 16 registers hold them with the block's four weight vectors). A block
@@ -89,31 +86,6 @@ static inline vf lanes_epilogue(const gap_block *b, vf t, size_t row, size_t p0,
     return b->clamp ? vf_min(b->hi, vf_max(b->lo, t)) : gap_act(b, t);
 }
 
-#if KANN_VEC_BITS == 512
-/* r[i][j] <- r[j][i]: KANN_VL vectors of KANN_VL lanes. */
-static inline __attribute__((always_inline)) void lanes_transpose(vf *r) {
-    kann_transpose16_ps(r);
-}
-#else
-static inline __attribute__((always_inline)) void lanes_transpose(vf *r) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-    }
-}
-#endif
-
 /* The np pixels' sums c ([np][nv]) of pointwise_lanes, the first at pixel p0, turned into the
  * block's channel rows of y: a call of its own, as gap_store. 16 (AVX2: 8) pixels by as many
  * channels at a time turned around in registers (AVX2 staged them through memory before: 0.20
@@ -126,7 +98,7 @@ static __attribute__((noinline)) void lanes_store(const gap_block *b, const vf *
             vf r[KANN_VL];
             for (int q = 0; q < KANN_VL; q++)
                 r[q] = q < nq ? c[(q0 + q) * nv + v] : vf_set1(0.0f);
-            lanes_transpose(r);
+            vf_transpose(r);
             size_t first = (size_t)v * KANN_VL, at = p0 + (size_t)q0;
             size_t rows = b->n - first < KANN_VL ? b->n - first : KANN_VL;
             for (size_t j = 0; j < rows; j++)

@@ -164,24 +164,22 @@ static inline void vf_zip(vf a, vf b, vf *lo, vf *hi) {
     *lo = _mm256_permute2f128_ps(l, h, 0x20);
     *hi = _mm256_permute2f128_ps(l, h, 0x31);
 }
+/* r[i][j] <- r[j][i], KANN_VL vectors */
 static inline __attribute__((always_inline)) void vf_transpose(vf *r) {
     __m256 t[8], u[8];
     for (int i = 0; i < 8; i += 2) {
         t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
     }
-    /* within each 128-bit half: column 4h + j of rows 4q .. 4q + 3 into u[4q + j] */
     for (int i = 0; i < 8; i += 4) {
-        __m256d a0 = _mm256_castps_pd(t[i]), a1 = _mm256_castps_pd(t[i + 1]);
-        __m256d a2 = _mm256_castps_pd(t[i + 2]), a3 = _mm256_castps_pd(t[i + 3]);
-        u[i] = _mm256_castpd_ps(_mm256_unpacklo_pd(a0, a2));
-        u[i + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a0, a2));
-        u[i + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(a1, a3));
-        u[i + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(a1, a3));
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
     }
-    for (int j = 0; j < 4; j++) {
-        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
-        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
     }
 }
 #else

@@ -185,6 +185,15 @@ def spatial_cases():
                               pads=[1, 1, 1, 1])
     yield conv_transpose_case("convt_asym_pads", [1, 5, 7, 5], [5, 6, 5, 3], 162, bias=False,
                               strides=[3, 2], pads=[3, 0, 1, 2])
+    # phases all of out / stride outputs, none starting late: written side by side, turned
+    # into y by one transpose (pairs of columns interleaved a vector at a time, rows of 3 one
+    # by one); a depthwise one, a 1-D one, a map of rows wider than a vector
+    yield conv_transpose_case("convt_k2s2_wide", [1, 8, 9, 37], [8, 5, 2, 2], 166,
+                              strides=[2, 2])
+    yield conv_transpose_case("convt_k3s3", [1, 4, 5, 6], [4, 3, 3, 3], 167, strides=[3, 3])
+    yield conv_transpose_case("convt_depthwise_k2s2", [1, 6, 7, 20], [6, 1, 2, 2], 168, group=6,
+                              strides=[2, 2])
+    yield conv_transpose_case("convt_k2s2_1d", [1, 3, 40], [3, 4, 2], 169, strides=[2])
     # depthwise transposed convs (learned upsampling): each phase a depthwise conv
     yield conv_transpose_case("convt_depthwise_k4s2", [1, 6, 7, 9], [6, 1, 4, 4], 164, group=6,
                               strides=[2, 2], pads=[1, 1, 1, 1])
