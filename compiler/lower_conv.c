@@ -960,6 +960,9 @@ int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const kc_window *win, ka
     if (kd * Cg > INT32_MAX || Dr * C * Hr * Wr > INT32_MAX || Do * M * Ho * Wo > INT32_MAX)
         return 0;
     int64_t in[4] = {C, win->in[0], win->in[1], win->in[2]};
+    /* the values below add to the graph's table: wv's fields taken now */
+    const float *src = wv->data; /* [M][Cg][kd][kh][kw] */
+    const char *wname = wv->name;
     int xt = gather_volume(g, p, id, x, G, in, reach, win->pad_begin);
     c2.c_in = (uint32_t)(kd * Cg);
     c2.c_out = (uint32_t)Mg;
@@ -972,7 +975,6 @@ int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const kc_window *win, ka
     int64_t x_step = win->stride[0] * Cg * Hr * Wr * fl;
     float *wt = malloc(sizeof(float) * (size_t)(Mg * K));
     if (!wt) abort();
-    const float *src = wv->data; /* [M][Cg][kd][kh][kw] */
     for (int64_t gi = 0; gi < G; gi++) {
         /* the group's weights [Mg][kd][Cg][kh][kw] */
         for (int64_t m = 0; m < Mg; m++)
@@ -982,7 +984,7 @@ int kc_lower_conv3d(kc_graph *g, kc_program *p, int id, const kc_window *win, ka
                            src + (((gi * Mg + m) * Cg + c) * kd + z) * taps,
                            sizeof(float) * (size_t)taps);
         int64_t wdims[4] = {Mg, kd * Cg, kh, kw};
-        int w2 = kc_new_const_f32(g, kc_sprintf(g, "%s.depth_major%lld", wv->name, (long long)gi),
+        int w2 = kc_new_const_f32(g, kc_sprintf(g, "%s.depth_major%lld", wname, (long long)gi),
                                   4, wdims, wt);
         conv_way cw = conv_way_of(g, p, &c2, w2);
         for (int64_t od = 0; od < Do; od++)
@@ -1453,6 +1455,9 @@ static int lower_conv3d_depthwise(kc_graph *g, kc_program *p, int id, const kc_w
         reach[0] * C * reach[1] * reach[2] > INT32_MAX || Do * C * Ho * Wo > INT32_MAX)
         return 0;
     int64_t Hr = reach[1], Wr = reach[2], in[4] = {C, win->in[0], win->in[1], win->in[2]};
+    /* the values below add to the graph's table: wv's fields taken now */
+    const float *wdata = wv->data;
+    const char *wname = wv->name;
     int xt = gather_volume(g, p, id, x, 1, in, reach, win->pad_begin);
     c2.c_in = c2.c_out = c2.group = (uint32_t)C;
     int64_t hw = Ho * Wo, fl = (int64_t)sizeof(float), taps = kh * kw;
@@ -1466,11 +1471,11 @@ static int lower_conv3d_depthwise(kc_graph *g, kc_program *p, int id, const kc_w
     if (!v) abort();
     for (int64_t z = 0; z < kd; z++) {
         for (int64_t c = 0; c < C; c++)
-            memcpy(v + c * taps, (const float *)wv->data + (c * kd + z) * taps,
+            memcpy(v + c * taps, wdata + (c * kd + z) * taps,
                    sizeof(float) * (size_t)taps);
         int64_t dims[4] = {C, 1, kh, kw};
         wz[z] =
-            kc_new_const_f32(g, kc_sprintf(g, "%s.depth%lld", wv->name, (long long)z), 4, dims, v);
+            kc_new_const_f32(g, kc_sprintf(g, "%s.depth%lld", wname, (long long)z), 4, dims, v);
     }
     free(v);
     for (int64_t od = 0; od < Do; od++) {
@@ -1513,6 +1518,9 @@ static int lower_group_passes(kc_graph *g, kc_program *p, int id, const kann_con
         return 0;
     int64_t fl = (int64_t)sizeof(float), hw_in = (int64_t)a->h_in * a->w_in,
             hw = (int64_t)a->h_out * a->w_out, taps = (int64_t)a->k_h * a->k_w;
+    /* the values below add to the graph's table: the constants' fields taken now */
+    const float *wdata = kc_val(g, w)->data, *bdata = b >= 0 ? kc_val(g, b)->data : NULL;
+    const char *wname = kc_val(g, w)->name, *bname = b >= 0 ? kc_val(g, b)->name : NULL;
     int xg = x;
     if (Cg > 1) { /* x [G][Cg][hw] -> [Cg][G][hw] */
         int64_t dims[3] = {Cg, G, hw_in}, xs[3] = {hw_in, Cg * hw_in, 1},
@@ -1527,24 +1535,23 @@ static int lower_group_passes(kc_graph *g, kc_program *p, int id, const kann_con
         sums[i] = planes_value(g, y, kc_sprintf(g, "group_sum%d", i), G, a->h_out, a->w_out);
     kann_conv2d_args c2 = *a;
     c2.c_in = c2.c_out = c2.group = G;
-    const kc_value *wv = kc_val(g, w), *bv = b >= 0 ? kc_val(g, b) : NULL;
     float *v = malloc(sizeof(float) * (size_t)(G * taps));
     if (!v) abort();
     for (uint32_t j = 0; j < Mg; j++) {
         int bj = b;
         if (b >= 0 && Mg > 1) { /* the biases of output channels g * Mg + j */
             for (uint32_t gi = 0; gi < G; gi++)
-                v[gi] = ((const float *)bv->data)[gi * Mg + j];
+                v[gi] = bdata[gi * Mg + j];
             int64_t bd = G;
-            bj = kc_new_const_f32(g, kc_sprintf(g, "%s.pass%u", bv->name, j), 1, &bd, v);
+            bj = kc_new_const_f32(g, kc_sprintf(g, "%s.pass%u", bname, j), 1, &bd, v);
         }
         int sum = res;
         for (uint32_t i = 0; i < Cg; i++) {
             for (uint32_t gi = 0; gi < G; gi++)
-                memcpy(v + gi * taps, (const float *)wv->data + ((gi * Mg + j) * Cg + i) * taps,
+                memcpy(v + gi * taps, wdata + ((gi * Mg + j) * Cg + i) * taps,
                        sizeof(float) * (size_t)taps);
             int64_t wd[4] = {G, 1, a->k_h, a->k_w};
-            int wij = kc_new_const_f32(g, kc_sprintf(g, "%s.pass%u_%u", wv->name, j, i), 4, wd, v);
+            int wij = kc_new_const_f32(g, kc_sprintf(g, "%s.pass%u_%u", wname, j, i), 4, wd, v);
             int last = i == Cg - 1, to = last ? yt : sums[i % 2];
             kann_conv2d_args c = c2;
             c.act = last ? a->act : (kann_act){0};
