@@ -659,6 +659,15 @@ static inline int kann_conv2d_packed_direct(const kann_conv2d_packed_args *a) {
            a->c_out >= KANN_CONV_DIRECT_MIN_C_OUT;
 }
 
+/* A pointwise conv's panels meeting the strips in turn (panels outer) prefetch each step's
+ * B columns for the next strip, which the next call reads, where a strip's B (its reduction
+ * steps by its columns) fits in this many bytes of the L1 cache; past that the lines would
+ * leave L1 before that call, and a step prefetches the plane KANN_CONV_B_AHEAD_STEPS steps on
+ * instead (B comes from L2, planes far apart: each step's lines a miss the prefetchers do not
+ * foresee). */
+#define KANN_CONV_B_STRIP_L1 (24u * 1024u)
+#define KANN_CONV_B_AHEAD_STEPS 8
+
 /* The loop nest of the pointwise and gather paths: pixel blocks; in each, the gather (unless
  * pointwise), then for each step of the reduction every weight panel of the tile against
  * every strip of nr columns. */
@@ -729,7 +738,10 @@ kann_conv2d_packed_drive(const kann_conv2d_packed_args *a, const kann_exec *ex, 
                 if (pointwise) {
                     t.b = x + k0 * hw + p0;
                     t.b_stride = hw;
-                    t.b_ahead = (ptrdiff_t)nr;
+                    t.b_ahead =
+                        strips_outer || t.n_groups * nr * sizeof(float) <= KANN_CONV_B_STRIP_L1
+                            ? (ptrdiff_t)nr
+                            : (ptrdiff_t)(KANN_CONV_B_AHEAD_STEPS * hw);
                 } else {
                     t.b = packed + (p0 - q0) * K + k0 * nr;
                     t.b_stride = nr;
