@@ -1086,6 +1086,19 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
         int64_t zd[3] = {s[0] * s[1] * M, Hp, Wp};
         zs_all = f32_value(g, y, "phases", 3, zd);
     }
+    /* Uniform phases of the same taps along each axis (a kernel a multiple of the stride: 2x2
+     * at stride 2) are convs of one shape over the same input: one conv of s_h s_w M output
+     * channels, the phases' weights (and bias) stacked, reads the input once. */
+    int64_t th0 = phase_of(0, out[0], k[0], s[0], pad[0]).taps,
+            tw0 = phase_of(0, out[1], k[1], s[1], pad[1]).taps;
+    int stacked = uniform && !depthwise && (b < 0 || kc_is_const(g, b));
+    for (int64_t r = 0; r < s[0] && stacked; r++)
+        stacked = phase_of(r, out[0], k[0], s[0], pad[0]).taps == th0;
+    for (int64_t r = 0; r < s[1] && stacked; r++)
+        stacked = phase_of(r, out[1], k[1], s[1], pad[1]).taps == tw0;
+    float *stack = NULL;
+    if (stacked && !(stack = calloc((size_t)(s[0] * s[1] * M * C * th0 * tw0), sizeof(float))))
+        abort();
     for (int64_t rh = 0; rh < s[0]; rh++)
         for (int64_t rw = 0; rw < s[1]; rw++) {
             phase_axis ah = phase_of(rh, out[0], k[0], s[0], pad[0]),
@@ -1093,7 +1106,8 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
             if (ah.outs == 0 || aw.outs == 0) continue;
             /* the phase's kernel [M][C or 1][taps_h][taps_w], its taps reversed */
             int64_t th = ah.taps, tw = aw.taps, cw_in = depthwise ? 1 : C, K = cw_in * th * tw;
-            float *v = calloc((size_t)(M * K), sizeof(float));
+            float *v =
+                stacked ? stack + (rh * s[1] + rw) * M * K : calloc((size_t)(M * K), sizeof(float));
             if (!v) abort();
             for (int64_t m = 0; m < M; m++)
                 for (int64_t c = 0; c < cw_in; c++)
@@ -1107,6 +1121,7 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
                                 v[((m * cw_in + c) * th + jh) * tw + jw] =
                                     wsrc[(row * k[0] + kh) * k[1] + kw];
                         }
+            if (stacked) continue; /* one conv for all of them, below */
             int64_t vdims[4] = {M, cw_in, th, tw};
             int wv = kc_new_const_f32(g,
                                       kc_sprintf(g, "%s.phase%lld_%lld", kc_val(g, w)->name,
@@ -1149,6 +1164,33 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
             kc_emit_strided_copy(g, p, id, z, eh * pc.w_out + ew, y, rh * out[1] + rw, 3, dims, zs,
                                  ys);
         }
+    if (stacked) {
+        int64_t Ms = s[0] * s[1] * M, vdims[4] = {Ms, C, th0, tw0};
+        int wv =
+            kc_new_const_f32(g, kc_sprintf(g, "%s.phases", kc_val(g, w)->name), 4, vdims, stack);
+        int bs = -1;
+        if (b >= 0) { /* the bias once per phase */
+            const float *bias = kc_val(g, b)->data;
+            for (int64_t i = 0; i < Ms; i++)
+                stack[i] = bias[i % M];
+            bs = kc_new_const_f32(g, kc_sprintf(g, "%s.phases", kc_val(g, b)->name), 1, &Ms, stack);
+        }
+        free(stack);
+        kann_conv2d_args pc = {0};
+        pc.n = 1;
+        pc.c_in = (uint32_t)C;
+        pc.c_out = (uint32_t)Ms;
+        pc.h_in = (uint32_t)reach[0];
+        pc.w_in = (uint32_t)reach[1];
+        pc.h_out = (uint32_t)Hp;
+        pc.w_out = (uint32_t)Wp;
+        pc.k_h = (uint32_t)th0;
+        pc.k_w = (uint32_t)tw0;
+        pc.stride_h = pc.stride_w = pc.dil_h = pc.dil_w = pc.group = 1;
+        pc.act = act;
+        conv_way cw = conv_way_of(g, p, &pc, wv);
+        conv_way_call(g, p, id, &cw, x, 0, bs, 0, zs_all, 0);
+    }
     if (uniform) { /* y [M][Hp][s_h][Wp][s_w] from the phases [s_h][s_w][M][Hp][Wp] */
         int64_t plane = Hp * Wp, dims[5] = {M, Hp, s[0], Wp, s[1]},
                 xs[5] = {plane, Wp, s[1] * M * plane, 1, M * plane};
