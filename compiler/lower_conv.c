@@ -1543,7 +1543,8 @@ static int lower_conv3d_depthwise(kc_graph *g, kc_program *p, int id, const kc_w
  * groups at once, on f32_dwconv2d. The input goes [Cg][G][H][W] first (a strided copy; x itself
  * when Cg = 1), the sums of a j through two scratch maps (bias in its first pass, activation in
  * its last), into y itself when Mg = 1 and otherwise into [Mg][G][Ho][Wo], copied back
- * interleaved. 128 groups of 2 channels, 3x3 on 28x28: 4.5 -> 0.4 ms. */
+ * interleaved. 128 groups of 2 channels, 3x3 on 28x28, one thread: 1.59 -> 0.30 ms (ONNX
+ * Runtime 0.75-1.07). */
 
 /* Passes (Cg * Mg depthwise convs) above which a conv stays on the direct kernel. */
 #define KC_GROUP_PASSES 64
