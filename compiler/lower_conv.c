@@ -1026,6 +1026,27 @@ static phase_axis phase_of(int64_t r, int64_t out, int64_t k, int64_t s, int64_t
     return a;
 }
 
+/* The stride-1 conv of one or more phases: c_in channels over the padded input (reach rows
+ * and columns), c_out outputs of out[0] x out[1], taps[0] x taps[1] windows. */
+static kann_conv2d_args phase_conv_of(int64_t c_in, int64_t c_out, const int64_t *reach,
+                                      const int64_t *out, const int64_t *taps, uint32_t group,
+                                      kann_act act) {
+    kann_conv2d_args pc = {0};
+    pc.n = 1;
+    pc.c_in = (uint32_t)c_in;
+    pc.c_out = (uint32_t)c_out;
+    pc.h_in = (uint32_t)reach[0];
+    pc.w_in = (uint32_t)reach[1];
+    pc.h_out = (uint32_t)out[0];
+    pc.w_out = (uint32_t)out[1];
+    pc.k_h = (uint32_t)taps[0];
+    pc.k_w = (uint32_t)taps[1];
+    pc.stride_h = pc.stride_w = pc.dil_h = pc.dil_w = 1;
+    pc.group = group;
+    pc.act = act;
+    return pc;
+}
+
 int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
                                    const kc_conv_transpose *ct) {
     const kc_node *n = &g->nodes[id];
@@ -1130,19 +1151,9 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
             free(v);
             /* the phase's conv: its first outputs dropped where it starts after others */
             int64_t eh = lo[0] - ah.lead, ew = lo[1] - aw.lead;
-            kann_conv2d_args pc = {0};
-            pc.n = 1;
-            pc.c_in = (uint32_t)C;
-            pc.c_out = (uint32_t)M;
-            pc.h_in = (uint32_t)reach[0];
-            pc.w_in = (uint32_t)reach[1];
-            pc.h_out = (uint32_t)(eh + ah.outs);
-            pc.w_out = (uint32_t)(ew + aw.outs);
-            pc.k_h = (uint32_t)th;
-            pc.k_w = (uint32_t)tw;
-            pc.stride_h = pc.stride_w = pc.dil_h = pc.dil_w = 1;
-            pc.group = depthwise ? (uint32_t)C : 1;
-            pc.act = act;
+            int64_t pout[2] = {eh + ah.outs, ew + aw.outs}, ptaps[2] = {th, tw};
+            kann_conv2d_args pc =
+                phase_conv_of(C, M, reach, pout, ptaps, depthwise ? (uint32_t)C : 1, act);
             int whole = s[0] == 1 && s[1] == 1 && eh == 0 && ew == 0;
             int64_t z_off = uniform ? (rh * s[1] + rw) * phase_bytes : 0;
             int z = whole ? y
@@ -1176,18 +1187,8 @@ int kc_lower_conv_transpose_phases(kc_graph *g, kc_program *p, int id,
             bs = kc_new_const_f32(g, kc_sprintf(g, "%s.phases", kc_val(g, b)->name), 1, &Ms, stack);
         }
         free(stack);
-        kann_conv2d_args pc = {0};
-        pc.n = 1;
-        pc.c_in = (uint32_t)C;
-        pc.c_out = (uint32_t)Ms;
-        pc.h_in = (uint32_t)reach[0];
-        pc.w_in = (uint32_t)reach[1];
-        pc.h_out = (uint32_t)Hp;
-        pc.w_out = (uint32_t)Wp;
-        pc.k_h = (uint32_t)th0;
-        pc.k_w = (uint32_t)tw0;
-        pc.stride_h = pc.stride_w = pc.dil_h = pc.dil_w = pc.group = 1;
-        pc.act = act;
+        int64_t pout[2] = {Hp, Wp}, ptaps[2] = {th0, tw0};
+        kann_conv2d_args pc = phase_conv_of(C, Ms, reach, pout, ptaps, 1, act);
         conv_way cw = conv_way_of(g, p, &pc, wv);
         conv_way_call(g, p, id, &cw, x, 0, bs, 0, zs_all, 0);
     }

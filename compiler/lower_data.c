@@ -48,6 +48,13 @@ static void row_major(const kc_value *v, int64_t *strides) {
     }
 }
 
+/* v[i] moved to v[n - 1], those after it one place down. */
+static void to_last(int64_t *v, int i, int n) {
+    int64_t t = v[i];
+    memmove(v + i, v + i + 1, (size_t)(n - 1 - i) * sizeof *v);
+    v[n - 1] = t;
+}
+
 void kc_emit_strided_copy(kc_graph *g, kc_program *p, int node, int x, int64_t x_base, int y,
                           int64_t y_base, int rank, const int64_t *dims, const int64_t *xs,
                           const int64_t *ys) {
@@ -82,13 +89,9 @@ void kc_emit_strided_copy(kc_graph *g, kc_program *p, int node, int x, int64_t x
             if ((mx[i] == 1 || my[i] == 1) && md[i] > md[r - 1] && (best < 0 || md[i] > md[best]))
                 best = i;
         if (best >= 0) {
-            int64_t d0 = md[best], x0 = mx[best], y0 = my[best];
-            memmove(md + best, md + best + 1, (size_t)(r - 1 - best) * sizeof *md);
-            memmove(mx + best, mx + best + 1, (size_t)(r - 1 - best) * sizeof *mx);
-            memmove(my + best, my + best + 1, (size_t)(r - 1 - best) * sizeof *my);
-            md[r - 1] = d0;
-            mx[r - 1] = x0;
-            my[r - 1] = y0;
+            to_last(md, best, r);
+            to_last(mx, best, r);
+            to_last(my, best, r);
         }
     }
     if (r > KANN_MAX_RANK) { /* one call per index of the outermost dim */

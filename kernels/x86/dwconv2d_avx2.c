@@ -88,14 +88,7 @@ static inline __attribute__((always_inline)) void dw_vectors(const kann_dw_band 
 static inline __attribute__((always_inline)) void dw_store(__m256 v, uint32_t m, float *y,
                                                            const float *res, const dw_out *o) {
     if ((m & (m + 1u)) == 0) {
-        size_t n = (size_t)__builtin_popcount(m);
-        __m256i keep = lanes(0, (int64_t)n);
-        if (res) v = _mm256_add_ps(v, _mm256_maskload_ps(res, keep));
-        if (o->vec_act) v = vf_act(v, o->act, o->lo, o->hi);
-        _mm256_maskstore_ps(y, keep, v);
-        if (!o->vec_act)
-            for (size_t j = 0; j < n; j++)
-                y[j] = kann_act_apply(o->act, y[j]);
+        dw_store_lanes(v, (size_t)__builtin_popcount(m), y, res, o);
         return;
     }
     float lane[LANES];

@@ -44,7 +44,7 @@
  * Intel Xeon core pair, one thread, alternated runs, 1152 channels on 7x7 (MnasNet's last
  * stage) 61 -> 50 us, 576 channels 31 -> 25 (3x3 windows and 5x5 at stride 2 stay here: 960
  * channels 3x3 on 7x7 21 us here, 26 there; 576 channels 5x5 stride 2 from 14x14 34 and 36). */
-#define PL_SAME5_MAX_CHANNELS 16
+#define PL_SAME5_RING_CHANNELS 16
 #define PL_TAPS (PL_MAX_K * PL_MAX_K)
 
 /* What the stores share: activation (clamp: none, relu, clip as a max and a min), bias and the
@@ -439,7 +439,7 @@ int kann_dwconv2d_planes_avx512(const kann_dwconv2d_args *a, const kann_exec *ex
     pl_same_fn f_same = NULL;
     pl_s2_fn f_s2 = NULL;
     if (pl_same_of(a, &same)) {
-        if (same.k == 5 && rg.c_end - rg.c_begin >= PL_SAME5_MAX_CHANNELS) return 0;
+        if (same.k == 5 && rg.c_end - rg.c_begin >= PL_SAME5_RING_CHANNELS) return 0;
         f_same = pl_same_fn_of(same.nv);
     } else if (pl_s2_of(a, &s2))
         f_s2 = pl_s2_fn_of(s2.nv);
