@@ -737,6 +737,9 @@ static int groups_whole(uint32_t G, int P) {
     return P > 1 && G >= (uint32_t)P && (G % (uint32_t)P == 0 || G >= 4 * (uint32_t)P);
 }
 
+/* Whole groups a stream under which the rest of G / P goes in tiles (lower_packed). */
+#define GROUPS_FEW 8
+
 /* A conv on the packed kernel: one call, or with groups one call per group, each a group-1 conv
  * on its slice of the channels (input, weight rows, bias, residual and output slices are
  * contiguous in NCHW), all reading the input padded once when they take the wide path. */
@@ -776,21 +779,30 @@ static void lower_packed(kc_graph *g, kc_program *p, int id, const kann_conv2d_a
         lanes_call(g, p, id, a, x, 0, w, K, 0, b, n->epi.residual, y);
         return;
     }
-    /* Groups that balance run whole (groups_whole), in runs of consecutive groups a stream */
+    /* Groups that balance run whole (groups_whole), in runs of consecutive groups a stream.
+     * Where a stream has few of them (under GROUPS_FEW) the last G mod P go in pixel tiles over
+     * every stream instead, in the same phase (their output slices apart): whole, they left one
+     * stream a group more than the others (regnet_y_800mf's 9 groups on 28x28: 131 / 157 us a
+     * stream on two threads, 147 / 151 with the ninth in tiles). With many a stream the tiles
+     * cost more than the group they even out (its 49 groups on 7x7: 76 / 78 -> 90 / 83). */
     int P = p->streams > 1 ? p->streams : 1;
     uint32_t bounds[KC_MAX_STREAMS + 1];
-    int whole = groups_whole(groups, P);
-    if (whole) kc_spread(groups, 1, P, bounds);
+    uint32_t n_whole = !groups_whole(groups, P)            ? 0
+                       : groups / (uint32_t)P < GROUPS_FEW ? groups - groups % (uint32_t)P
+                                                           : groups;
+    if (n_whole) kc_spread(n_whole, 1, P, bounds);
     for (uint32_t gi = 0, st = 0; gi < groups; gi++) {
         int panels = pack_weight_panels(g, w, (size_t)gi * a->c_out, a->c_out, K, 0, K);
         /* else tiles along channels or pixels, whichever balances */
         kc_call *c = packed_call(g, p, id, a, x, gi * x_group, panels, b,
                                  (int64_t)gi * a->c_out * fl, n->epi.residual, gi * y_group, y,
                                  gi * y_group);
-        if (whole) {
+        if (gi < n_whole) {
             while (gi >= bounds[st + 1])
                 st++;
             c->stream = (int)st;
+        } else if (n_whole && c->extents[1] > 0) {
+            c->fixed_axis = 1;
         }
     }
 }
