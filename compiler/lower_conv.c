@@ -352,13 +352,31 @@ static kc_call *packed_call(kc_graph *g, kc_program *p, int id, const kann_conv2
  * the reduction is long against the map. One thread, mobilenet_v2 inside the network: 960 -> 160
  * on 7x7 66 -> 61 us, 160 -> 960 72 -> 67, 384 -> 64 on 14x14 40.5 -> 38.5; but 96 -> 576 on
  * 14x14 89 -> 97 (and alone 64 -> 384 on 14x14 41 -> 42, 32 -> 192 on 28x28 41 -> 47). */
+/* A pointwise_lanes block's half (a vector of AVX-512 lanes). */
+#define LANES_HALF_BLOCK (KANN_GAP_BLOCK / 2)
+
+/* Few output channels that the packed kernel's 12-row panels leave ragged (16: 12 + 4, 32:
+ * 12 + 12 + 8) fill the lanes path's half or whole blocks; with a reduction long enough to
+ * carry its transposing stores that pays on any map: squeezenet1_1's squeezes inside the
+ * network, one thread, 128 -> 16 on 55x55 122 -> 105 us, 128 -> 32 and 256 -> 32 on 27x27 48
+ * -> 43 and 94 -> 80. Shorter ones lose: 64 -> 16 on 55x55 the same, 96 -> 32 on 28x28 (a
+ * stream's partial sum of mobilenet_v2's projections) 32 -> 37-46. */
+#define LANES_FEW_MIN_C_IN 128
+
+static int lanes_few_channels(const kann_conv2d_packed_args *a) {
+    uint32_t m = a->c_out;
+    return m <= 2 * LANES_HALF_BLOCK && a->c_in >= LANES_FEW_MIN_C_IN &&
+           (m + LANES_HALF_BLOCK - 1) / LANES_HALF_BLOCK * LANES_HALF_BLOCK <
+               (m + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL * KANN_CONV_PANEL;
+}
+
 static int lanes_pays(kc_program *p, int id, const kann_conv2d_packed_args *a) {
     if (p->keep_pointwise || !kann_conv2d_packed_pointwise(a) || a->c_out < 16) return 0;
     uint64_t hw = (uint64_t)a->h_out * a->w_out;
     kc_pick k = pick_of(p, id);
-    int lanes =
-        k == KC_PICK_LANES ||
-        (k != KC_PICK_PACKED && ((hw <= 64 && a->c_in >= 64) || (hw <= 256 && a->c_in >= 128)));
+    int lanes = k == KC_PICK_LANES ||
+                (k != KC_PICK_PACKED && ((hw <= 64 && a->c_in >= 64) ||
+                                         (hw <= 256 && a->c_in >= 128) || lanes_few_channels(a)));
     note_pick(p, id, LANES_WAYS, lanes ? KC_PICK_LANES : KC_PICK_PACKED);
     return lanes;
 }

@@ -410,7 +410,10 @@ def pointwise_lanes_cases():
     7x7 map with ragged blocks of output channels (70), ReLU6 and a residual add; a 14x14 map
     without a bias; an inverted residual block's projection after a depthwise conv (on two
     streams summed across them, each stream's part a pointwise_lanes call); with --target opencl,
-    or over a 28x28 map, or with a short reduction, a conv2d_packed call instead."""
+    or over a 28x28 map, or with a short reduction, a conv2d_packed call instead. Few output
+    channels that 12-row panels leave ragged (16, 30) take the lanes path on any map from 128
+    input channels on (23x23 with a residual and ReLU6; 27x27), not from 96, nor 24 channels
+    (two whole panels)."""
     def pw(name, seed, c_in, c_out, hw, act="Relu", bias=True, residual=False, dw=False,
            expect="f32_pointwise_lanes x1", opts=()):
         r = rng(seed)
@@ -448,6 +451,10 @@ def pointwise_lanes_cases():
              expect="f32_conv2d_packed x1")
     yield pw("pointwise_lanes_28x28", 94, 96, 48, 28, expect="f32_conv2d_packed x1")
     yield pw("pointwise_lanes_short", 95, 32, 48, 7, expect="f32_conv2d_packed x1")
+    yield pw("pointwise_lanes_few_channels", 96, 128, 16, 23, act="Clip", residual=True)
+    yield pw("pointwise_lanes_few_30", 97, 160, 30, 27)
+    yield pw("pointwise_lanes_few_short", 98, 96, 16, 28, expect="f32_conv2d_packed x1")
+    yield pw("pointwise_lanes_few_whole_panels", 99, 256, 24, 27, expect="f32_conv2d_packed x1")
 
 
 def gelu_cases():
