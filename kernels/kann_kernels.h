@@ -352,7 +352,8 @@ typedef struct kann_pointwise_gap_args {
 
 /* pointwise_lanes: a 1x1 conv (stride 1, no padding, one group) with its bias, residual and
  * activation, for small maps (7x7 to 14x14), where conv2d_packed's 32-pixel strips come out
- * ragged (49 pixels: 32 + 17) and its rows of B misaligned:
+ * ragged (49 pixels: 32 + 17) and its rows of B misaligned, and for few output channels (16,
+ * 32), where its 12-row panels do:
  *   y[m][p] = act(bias[m] + sum_{k < c_in} W[m][k] * x[k][p] + residual[m][p]),
  * m < c_out, p < hw; x dense [c_in][hw], y and residual [c_out][hw] (residual optional), bias
  * [c_out] (optional). Weights as pointwise_gap's, [block][c_in][KANN_GAP_BLOCK] with the output
