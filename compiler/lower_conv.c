@@ -344,7 +344,7 @@ static kc_call *packed_call(kc_graph *g, kc_program *p, int id, const kann_conv2
     return c;
 }
 
-/* ---- a pointwise conv over a small map with the output channels in the lanes -------------
+/* ---- a pointwise conv with the output channels in the lanes ------------------------------
  * conv2d_packed computes a 1x1 conv as 12-channel panels by strips of 32 pixels: a 7x7 map's 49
  * pixels are a strip of 32 and one of 17, its rows of B misaligned. f32_pointwise_lanes holds
  * 32 output channels in the lanes by up to 12 pixels, groups as even as that allows, and turns the
@@ -352,6 +352,7 @@ static kc_call *packed_call(kc_graph *g, kc_program *p, int id, const kann_conv2
  * the reduction is long against the map. One thread, mobilenet_v2 inside the network: 960 -> 160
  * on 7x7 66 -> 61 us, 160 -> 960 72 -> 67, 384 -> 64 on 14x14 40.5 -> 38.5; but 96 -> 576 on
  * 14x14 89 -> 97 (and alone 64 -> 384 on 14x14 41 -> 42, 32 -> 192 on 28x28 41 -> 47). */
+
 /* A pointwise_lanes block's half (a vector of AVX-512 lanes). */
 #define LANES_HALF_BLOCK (KANN_GAP_BLOCK / 2)
 
