@@ -12,6 +12,7 @@
 #define KANN_VEC_BITS 256
 #include "vec_math.h"
 #include "simd_act.h"
+#include "maxpool_vec.h"
 
 #define NR 16
 #define MR 6
@@ -175,10 +176,10 @@ void kann_f32_conv2d_packed_6x16_avx2(const void *args, const kann_exec *ex) {
     kann_conv2d_packed_drive(args, ex, NR, microkernel_12x16, kann_row_pair);
 }
 
-/* conv2d_maxpool: the conv's rows through the 6 x 16 tile into the ring, pooled from there by
- * the portable row (compiled here for AVX2). */
+/* conv2d_maxpool: the conv's rows through the 6 x 16 tile into the ring, pooled from there a
+ * vector of columns at a time (maxpool_vec.h). */
 void kann_f32_conv2d_maxpool_avx2(const void *args, const kann_exec *ex) {
-    kann_conv2d_maxpool_packed(args, ex, kann_f32_conv2d_packed_6x16_avx2, kann_maxpool_rows);
+    kann_conv2d_maxpool_packed(args, ex, kann_f32_conv2d_packed_6x16_avx2, maxpool_rows);
 }
 
 /* dwblock: the band's pointwise convs through the 6 x 16 tile, its depthwise conv by the AVX2

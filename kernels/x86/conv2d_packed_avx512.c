@@ -17,6 +17,7 @@
 #define KANN_VEC_BITS 512
 #include "vec_math.h"
 #include "simd_act.h"
+#include "maxpool_vec.h"
 #include "row_pair_avx512.h"
 #include "transpose_avx512.h"
 
@@ -915,61 +916,9 @@ void kann_f32_conv2d_packed_12x32_avx512(const void *args, const kann_exec *ex) 
 
 /* ---- conv2d_maxpool: the conv's rows into a ring, pooled from there ------------------------ */
 
-/* Widest conv row the vector pool takes (its row of window maxima lives on the stack). */
-#define MAXPOOL_VEC_W 2048
-
 /* Widest conv row the direct path pools with 16 channels together (its padded row of window
  * maxima, one vector a column, lives on the stack). */
 #define MAXPOOL_DIRECT_W 512
-
-/* The pool of rows [lo, hi) of the ring into pooled row q, channels [m_begin, m_end): each
- * column's maximum over the window rows into a row padded with -inf (pool_pad_left before it,
- * enough after it), then 16 pooled columns a vector over the window's columns (stride 2: a
- * window column's 16 values are the even lanes of two loads). NaNs are skipped, as pool2d
- * does. Strides past 2, windows wider than 16 and rows wider than MAXPOOL_VEC_W pool through
- * the portable row. */
-static void maxpool_rows(const kann_conv2d_maxpool_args *a, const kann_exec *ex, size_t q,
-                         size_t lo, size_t hi, size_t m_begin, size_t m_end) {
-    size_t w = a->w_conv, pl = a->pool_pad_left, kw = a->pool_k_w, s = a->pool_stride_w;
-    size_t need = s * ((size_t)a->w_out + 15) + kw + 32; /* the padded row's floats read */
-    if (s > 2 || kw > 16 || w > MAXPOOL_VEC_W || need > MAXPOOL_VEC_W + 64) {
-        for (size_t m = m_begin; m < m_end; m++)
-            kann_maxpool_row(a, ex, q, lo, hi, m, m_begin);
-        return;
-    }
-    const __m512 none = _mm512_set1_ps(-INFINITY);
-    const __m512i even =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    float row[MAXPOOL_VEC_W + 64 + 16];
-    for (size_t j = 0; j < pl; j++)
-        row[j] = -INFINITY;
-    for (size_t j = pl + w; j < need; j++)
-        row[j] = -INFINITY;
-    size_t first = lo % a->pool_k_h;
-    for (size_t m = m_begin; m < m_end; m++) {
-        size_t at = (m - m_begin) * w;
-        for (size_t j = 0; j < w; j += 16) {
-            __mmask16 keep = lanes(0, w - j < 16 ? w - j : 16);
-            __m512 v = none;
-            for (size_t i = lo, sl = first; i < hi; i++, sl = kann_maxpool_next_slot(a, sl))
-                v = _mm512_max_ps(
-                    _mm512_mask_loadu_ps(none, keep, kann_maxpool_slot_at(a, ex, sl) + at + j), v);
-            _mm512_mask_storeu_ps(row + pl + j, keep, v);
-        }
-        float *y = kann_mref(ex, a->y) + ((size_t)m * a->h_out + q) * a->w_out;
-        for (size_t r = 0; r < a->w_out; r += 16) {
-            const float *p = row + s * r;
-            __m512 acc = none;
-            for (size_t v = 0; v < kw; v++) {
-                __m512 t = s == 1 ? _mm512_loadu_ps(p + v)
-                                  : _mm512_permutex2var_ps(_mm512_loadu_ps(p + v), even,
-                                                           _mm512_loadu_ps(p + v + 16));
-                acc = _mm512_max_ps(t, acc);
-            }
-            _mm512_mask_storeu_ps(y + r, lanes(0, a->w_out - r < 16 ? a->w_out - r : 16), acc);
-        }
-    }
-}
 
 /* What the direct path's conv rows need: the pass, its buffers and the view of the conv. */
 typedef struct maxpool_direct {

@@ -79,6 +79,12 @@ static inline float vf_hmax(vf a) {
 static inline __attribute__((always_inline)) void vf_transpose(vf *r) {
     kann_transpose16_ps(r);
 }
+/* The even lanes of a then of b: a0 a2 ... b0 b2 ... */
+static inline vf vf_even(vf a, vf b) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return _mm512_permutex2var_ps(a, even, b);
+}
 /* a0 b0 a1 b1 ... : the first KANN_VL lanes in *lo, the rest in *hi */
 static inline void vf_zip(vf a, vf b, vf *lo, vf *hi) {
     const __m512i il = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -158,6 +164,10 @@ static inline float vf_hmax(vf a) {
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
     s = _mm_max_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+}
+static inline vf vf_even(vf a, vf b) {
+    __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 static inline void vf_zip(vf a, vf b, vf *lo, vf *hi) {
     __m256 l = _mm256_unpacklo_ps(a, b), h = _mm256_unpackhi_ps(a, b); /* a0 b0 a1 b1 | a4 b4 .. */
