@@ -265,19 +265,41 @@ static void output_block(const kann_conv2d_winograd_args *a, const float *mb, si
                 }
                 continue;
             }
-            _Alignas(32) float out[4][4][8];
-            for (size_t i = 0; i < e; i++)
-                for (size_t j = 0; j < e; j++)
-                    _mm256_store_ps(out[i][j], o[i][j]);
+            /* tiles of two tile rows, or cut by y's edges: each output row of the 8 tiles as a
+             * run in a buffer (tile k's e outputs at e k), the residual added there, activated in
+             * vectors, then each tile's columns inside y copied to its place (tile by tile
+             * through the activation's scalar form, such groups took most of the AVX2 conv:
+             * 16 -> 64 channels on 55x55 1.19 ms against 0.17 on AVX-512) */
+            size_t at_k[8], cols_k[8], row_k[8];
             for (size_t k = 0; k < cnt; k++) {
                 size_t qk = q + k, thk = qk / tw_n, twk = qk - thk * tw_n;
-                for (size_t i = 0; i < e && e * thk + i < a->h_out; i++)
-                    for (size_t j = 0; j < e && e * twk + j < w_out; j++) {
-                        size_t at = (e * thk + i) * w_out + e * twk + j;
-                        float val = out[i][j][k];
-                        if (rr) val += rr[at];
-                        yr[at] = kann_act_apply(act, val);
-                    }
+                row_k[k] = e * thk;
+                cols_k[k] = w_out - e * twk < e ? w_out - e * twk : e;
+                at_k[k] = row_k[k] * w_out + e * twk;
+            }
+            for (size_t i = 0; i < e; i++) {
+                _Alignas(32) float buf[32];
+                __m256 run[4];
+                interleave(o[i], (int)e, run);
+                for (size_t k = 0; k < e; k++)
+                    _mm256_store_ps(buf + 8 * k, run[k]);
+                if (rr)
+                    for (size_t k = 0; k < cnt; k++)
+                        for (size_t j = 0; j < cols_k[k] && row_k[k] + i < a->h_out; j++)
+                            buf[e * k + j] += rr[at_k[k] + i * w_out + j];
+                if (vec_act)
+                    for (size_t k = 0; k < e; k++)
+                        _mm256_store_ps(buf + 8 * k,
+                                        vf_act(_mm256_load_ps(buf + 8 * k), act, lo, hi));
+                else
+                    for (size_t k = 0; k < 8 * e; k++)
+                        buf[k] = kann_act_apply(act, buf[k]);
+                for (size_t k = 0; k < cnt; k++) {
+                    if (row_k[k] + i >= a->h_out) continue;
+                    float *d = yr + at_k[k] + i * w_out;
+                    for (size_t j = 0; j < cols_k[k]; j++)
+                        d[j] = buf[e * k + j];
+                }
             }
         }
     }
