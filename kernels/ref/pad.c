@@ -52,12 +52,14 @@ void kann_pad_ref(const void *args, const kann_exec *ex) {
         }
         uint8_t *yr = y + r * (size_t)n_out * es;
         const uint8_t *xr = x + x_row * (size_t)n_in * es;
-        /* the outputs [j0, j1) that read x's row in order: one copy */
+        /* the outputs [j0, j1) that read x's row in order: one copy (memmove: the validator
+         * checks each buffer's bounds, not that x and y lie apart, and a corrupt record may
+         * overlap them; fuzz_model_bin, regress_pad_overlapping_rows) */
         int64_t pad = a->pad_begin[last], j0 = pad < 0 ? 0 : pad, j1 = pad + (int64_t)n_in;
         if (j1 > (int64_t)n_out) j1 = n_out;
         if (outside || j0 >= j1) j0 = j1 = n_out;
         if (j0 < j1)
-            memcpy(yr + (size_t)j0 * es, xr + (size_t)(j0 - pad) * es, (size_t)(j1 - j0) * es);
+            memmove(yr + (size_t)j0 * es, xr + (size_t)(j0 - pad) * es, (size_t)(j1 - j0) * es);
         for (uint32_t j = 0; j < n_out; j++) {
             if ((int64_t)j == j0) j = (uint32_t)j1;
             if (j >= n_out) break;
