@@ -4,8 +4,8 @@
  * after it), then KANN_VL pooled columns a vector over the window's columns (stride 2: a window
  * column's values are the even lanes of two loads). NaNs are skipped, as pool2d does (vf_max
  * keeps its second operand where the first is NaN). Taken by conv2d_maxpool's pool of the conv
- * rows in its ring (maxpool_rows; on AVX2 the portable row had taken three times as long as the
- * conv: squeezenet1_1's stem and pool, one thread, 2.75 -> 1.31 ms) and by AVX2's max pool. */
+ * rows in its ring (maxpool_rows; on AVX2 the portable row had taken nearly twice as long as the
+ * conv: squeezenet1_1's stem and pool, one thread, 2.75 -> 1.2-1.3 ms) and by AVX2's max pool. */
 #ifndef KANN_X86_MAXPOOL_VEC_H
 #define KANN_X86_MAXPOOL_VEC_H
 
