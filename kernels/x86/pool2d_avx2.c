@@ -116,17 +116,23 @@ void kann_f32_pool2d_avx2(const void *args, const kann_exec *ex) {
         int64_t len = a->w_out - LANES * v < LANES ? a->w_out - LANES * v : LANES;
         all_cols &= has_cols[v] == (uint8_t)((1u << len) - 1u);
     }
-    if (!avg && all_cols && a->dil_w == 1 && a->k_h <= 16 &&
-        maxpool_vec_fits(a->w_in, a->pad_left, a->k_w, (size_t)s_w, a->w_out)) {
-        float row[MAXPOOL_ROW_FLOATS];
-        maxpool_vec_pad(row, a->pad_left, a->w_in, maxpool_vec_need(a->w_out, a->k_w, s_w));
-        const float *rows[16];
-        for (size_t p = a->tile.begin; p < a->tile.end; p++) {
-            const float *xp = x + p * x_plane;
-            for (uint32_t oh = 0; oh < a->h_out; oh++) {
-                int64_t ih0 = (int64_t)oh * a->stride_h - a->pad_top;
-                kann_range kh = kann_window_range(ih0, a->dil_h, 0, a->h_in, a->k_h);
-                float *yr = y + p * y_plane + (size_t)oh * a->w_out;
+    int fast = !avg && all_cols && a->dil_w == 1 && a->k_h <= 16 &&
+               maxpool_vec_fits(a->w_in, a->pad_left, a->k_w, (size_t)s_w, a->w_out);
+    float row[MAXPOOL_ROW_FLOATS];
+    const float *rows[16];
+    if (fast) maxpool_vec_pad(row, a->pad_left, a->w_in, maxpool_vec_need(a->w_out, a->k_w, s_w));
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    /* 3 columns, stride 2, dilation 1 (resnet18's and squeezenet1_1's max pools): in the rows'
+     * interior, the running max over the window rows of columns 0..15 and 1..16 (four loads a
+     * row), then output j takes columns 2j, 2j + 1 and 2j + 2 from their even and odd lanes */
+    int shared3 = !avg && s_w == 2 && a->k_w == 3 && a->dil_w == 1;
+    for (size_t p = a->tile.begin; p < a->tile.end; p++) {
+        const float *xp = x + p * x_plane;
+        for (uint32_t oh = 0; oh < a->h_out; oh++) {
+            int64_t ih0 = (int64_t)oh * a->stride_h - a->pad_top;
+            kann_range kh = kann_window_range(ih0, a->dil_h, 0, a->h_in, a->k_h);
+            float *yr = y + p * y_plane + (size_t)oh * a->w_out;
+            if (fast) {
                 for (uint32_t t = kh.lo; t < kh.hi; t++)
                     rows[t - kh.lo] = xp + (size_t)(ih0 + (int64_t)t * a->dil_h) * a->w_in;
                 if (kh.hi > kh.lo)
@@ -141,21 +147,8 @@ void kann_f32_pool2d_avx2(const void *args, const kann_exec *ex) {
                         __m256 got = _mm256_maskload_ps(yr + LANES * v, inside(0, len));
                         store_vector(act, yr, v, len, got, vec_act, lo, hi);
                     }
+                continue;
             }
-        }
-        return;
-    }
-    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    /* 3 columns, stride 2, dilation 1 (resnet18's and squeezenet1_1's max pools): in the rows'
-     * interior, the running max over the window rows of columns 0..15 and 1..16 (four loads a
-     * row), then output j takes columns 2j, 2j + 1 and 2j + 2 from their even and odd lanes */
-    int shared3 = !avg && s_w == 2 && a->k_w == 3 && a->dil_w == 1;
-    for (size_t p = a->tile.begin; p < a->tile.end; p++) {
-        const float *xp = x + p * x_plane;
-        for (uint32_t oh = 0; oh < a->h_out; oh++) {
-            int64_t ih0 = (int64_t)oh * a->stride_h - a->pad_top;
-            kann_range kh = kann_window_range(ih0, a->dil_h, 0, a->h_in, a->k_h);
-            float *yr = y + p * y_plane + (size_t)oh * a->w_out;
             __m256 rows_counted = _mm256_setzero_ps();
             if (avg)
                 rows_counted = _mm256_set1_ps((float)kann_pool_taps_counted(
