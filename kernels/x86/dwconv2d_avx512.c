@@ -515,13 +515,14 @@ static int d3_side(const kann_dwconv2d_args *a) {
     return fits ? (int)a->k_h : 0;
 }
 
-/* Tap t's weight as a vector: 3x3 from registers (wv); 5x5 at stride 1 a vector load from wc,
- * the weights broadcast once a channel into 25 vectors (gcc had reloaded and broadcast them
- * apart from the FMAs: one thread, warm, 72 channels on 28x28 25.7 -> 21.4 us, 120 on 56x56 184
- * -> 149); at stride 2 (S == 2) a broadcast from wc, as fast as the vectors there. */
+/* Tap t's weight as a vector: 3x3 from registers (wv); 5x5 a vector load from wc, the weights
+ * broadcast once a channel into 25 vectors. gcc had reloaded and broadcast them apart from the
+ * FMAs (one thread, warm, 72 channels on 28x28 25.7 -> 21.4 us, 120 on 56x56 184 -> 149); at
+ * stride 2 it kept them as scalars and broadcast each from its register into the FMA, a shuffle
+ * on the port the stride's permutes use: 72 channels from 56x56 69 -> 61 us (minima). */
 static inline __attribute__((always_inline)) __m512 d3_weight(const __m512 *wv, const float *wc,
-                                                              int t, int K, int S) {
-    return K == 3 ? wv[t] : S == 1 ? _mm512_load_ps(wc + 16 * t) : _mm512_set1_ps(wc[t]);
+                                                              int t, int K) {
+    return K == 3 ? wv[t] : _mm512_load_ps(wc + 16 * t);
 }
 
 /* Output rows [oh, oh + R) at columns [c0, c0 + 16) of the plane xc, R <= D3_ROWS: bias plus
@@ -563,7 +564,7 @@ d3_block(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, const f
 #pragma GCC unroll 5
             for (int kw = 0; kw < K; kw++) {
                 __m512 *to = K == 5 && kw % 2 ? &odd[r] : &acc[r];
-                *to = _mm512_fmadd_ps(d3_weight(wv, wc, K * kh + kw, K, 1), xv[kw], *to);
+                *to = _mm512_fmadd_ps(d3_weight(wv, wc, K * kh + kw, K), xv[kw], *to);
             }
         }
     }
@@ -621,7 +622,7 @@ d3_block_s2(const kann_dwconv2d_args *a, const float *xc, const __m512 *wv, cons
             int r = r2 / 2;
 #pragma GCC unroll 5
             for (int kw = 0; kw < K; kw++)
-                acc[r] = _mm512_fmadd_ps(d3_weight(wv, wc, K * kh + kw, K, 2), xv[kw], acc[r]);
+                acc[r] = _mm512_fmadd_ps(d3_weight(wv, wc, K * kh + kw, K), xv[kw], acc[r]);
         }
     }
 }
@@ -687,10 +688,9 @@ static inline __attribute__((always_inline)) void d3_rows(const kann_dwconv2d_ar
             if (K == 3)
                 for (int t = 0; t < 9; t++)
                     wv[t] = _mm512_set1_ps(wc[t]);
-            /* 5x5 at stride 1: the weights broadcast once a channel, each FMA's operand a
-             * vector load */
+            /* 5x5: the weights broadcast once a channel, each FMA's operand a vector load */
             __attribute__((aligned(64))) float wb[25 * 16];
-            if (K == 5 && S == 1) {
+            if (K == 5) {
                 for (int t = 0; t < 25; t++)
                     _mm512_store_ps(wb + 16 * t, _mm512_set1_ps(wc[t]));
                 wc = wb;
