@@ -109,6 +109,9 @@ int kc_build_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
     if (!errors) errors += add_consts(w, g, p, d);
     _Alignas(8) unsigned char buf[KC_MAX_ARGS_BYTES];
     for (int st = 0; st < s->n_streams && !errors; st++) {
+        uint8_t *is_free = malloc((size_t)s->counts[st] + 1);
+        if (!is_free) abort();
+        kc_schedule_free_records(g, p, s, st, is_free);
         for (int i = 0; i < s->counts[st]; i++) {
             const kc_tile_record *r = &s->streams[st][i];
             if (r->call < 0) {
@@ -118,11 +121,13 @@ int kc_build_model(const kc_graph *g, const kc_program *p, const kc_schedule *s,
             const kc_call *c = &p->calls[r->call];
             if (c->args_size > sizeof buf) abort();
             kc_call_args(g, c, r, st, buf);
-            if (kbin_add_call(w, (uint32_t)st, (uint32_t)c->kernel, call_name(g, c), buf, c->args_size)) {
+            if (kbin_add_call_flags(w, (uint32_t)st, (uint32_t)c->kernel, call_name(g, c), buf,
+                                    c->args_size, is_free[i] ? KANN_RECORD_FREE : 0)) {
                 kc_error(d, "cannot emit call %d: %s", r->call, kbin_writer_error(w));
                 errors++;
             }
         }
+        free(is_free);
     }
     void *bin = NULL;
     size_t n = 0;

@@ -268,10 +268,16 @@ int kbin_add_record(kbin_writer *w, uint32_t stream, const kann_record *r) {
 
 int kbin_add_call(kbin_writer *w, uint32_t stream, uint32_t kernel, const char *node,
                   const void *args, size_t args_size) {
+    return kbin_add_call_flags(w, stream, kernel, node, args, args_size, 0);
+}
+
+int kbin_add_call_flags(kbin_writer *w, uint32_t stream, uint32_t kernel, const char *node,
+                        const void *args, size_t args_size, uint16_t flags) {
     if (kernel > UINT16_MAX) return fail(w, "kernel id %u does not fit a record", kernel);
     kann_record r;
     memset(&r, 0, sizeof r);
     r.kernel = (uint16_t)kernel;
+    r.flags = flags;
     r.args_size = (uint32_t)args_size;
     if (kbin_add_name(w, node, &r.node) != 0 || kbin_add_args(w, args, args_size, &r.args_offset))
         return -1;

@@ -53,6 +53,9 @@ int kbin_add_record(kbin_writer *w, uint32_t stream, const kann_record *r);
 /* Appends a kernel call: adds args to ARGS and node to NAMES, then the record. */
 int kbin_add_call(kbin_writer *w, uint32_t stream, uint32_t kernel, const char *node,
                   const void *args, size_t args_size);
+/* The same with the record's flags (KANN_RECORD_FREE or 0). */
+int kbin_add_call_flags(kbin_writer *w, uint32_t stream, uint32_t kernel, const char *node,
+                        const void *args, size_t args_size, uint16_t flags);
 int kbin_add_barrier(kbin_writer *w, uint32_t stream);
 /* Adds a section of any kind with these bytes (an OPENCL section, or a test's odd one),
  * placed after the sections the writer builds. */

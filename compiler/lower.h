@@ -164,6 +164,13 @@ int kc_schedule_program(const kc_graph *g, const kc_program *p, int n_streams, k
  * barriers removed. */
 int kc_schedule_merge_phases(const kc_graph *g, kc_program *p, kc_schedule *s);
 
+/* 7a'. free records (schedule.c): is_free[i] = 1 for record i of stream st (a call's tile) when
+ * no other record of its phase on that stream is of the same call or shares a byte with it that
+ * either writes (KANN_RECORD_FREE: any thread may run it, in any order); 0 for barriers, the
+ * others, and every record of a single stream (nothing runs beside it). */
+void kc_schedule_free_records(const kc_graph *g, const kc_program *p, const kc_schedule *s, int st,
+                              uint8_t *is_free);
+
 /* 7b. private scratch (schedule.c): a scratch that every stream has a copy of
  * (kc_bind_scratch) goes back to one copy where the call's tiles do not split along output
  * channels: each stream then writes a part of its own. Returns the bytes saved. */

@@ -509,6 +509,44 @@ static int spans_conflict(const span *a, int na, const span *b, int nb) {
     return 0;
 }
 
+/* Whether two sets of spans share a byte that one of them writes, wherever they run. */
+static int spans_touch(const span *a, int na, const span *b, int nb) {
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++)
+            if ((a[i].write || b[j].write) && a[i].root == b[j].root && a[i].lo < b[j].hi &&
+                b[j].lo < a[i].hi)
+                return 1;
+    return 0;
+}
+
+void kc_schedule_free_records(const kc_graph *g, const kc_program *p, const kc_schedule *s, int st,
+                              uint8_t *is_free) {
+    int n = s->counts[st];
+    const kc_tile_record *recs = s->streams[st];
+    for (int i = 0; i < n; i++)
+        is_free[i] = s->n_streams > 1 && recs[i].call >= 0;
+    if (s->n_streams < 2) return;
+    span *a = malloc(sizeof(span) * KC_MAX_FIXUPS), *b = malloc(sizeof(span) * KC_MAX_FIXUPS);
+    if (!a || !b) abort();
+    /* each phase's records pairwise: a few dozen at most */
+    for (int r0 = 0; r0 < n;) {
+        int r1 = r0;
+        while (r1 < n && recs[r1].call >= 0)
+            r1++;
+        for (int i = r0; i < r1; i++) {
+            int na = call_spans(g, &p->calls[recs[i].call], a);
+            for (int j = i + 1; j < r1; j++) {
+                int nb = call_spans(g, &p->calls[recs[j].call], b);
+                if (recs[i].call == recs[j].call || spans_touch(a, na, b, nb))
+                    is_free[i] = is_free[j] = 0;
+            }
+        }
+        r0 = r1 + 1;
+    }
+    free(a);
+    free(b);
+}
+
 /* Calls [first, end) make one phase. */
 static void set_phase(kc_program *p, int first, int end) {
     for (int k = first; k < end; k++) {

@@ -6,8 +6,11 @@
  * others: they take its segments. A large record of a kernel whose parts compute the bits the
  * whole does is run in parts, and a thread with nothing left in the phase runs parts of a
  * record another thread is running: a core the host slows no longer holds the phase for all of
- * its segment. The next phase starts when every segment of this one is done (a spin, then a
- * futex). */
+ * its segment. A thread with nothing left also takes whole records of another thread's segment
+ * that the compiler marked free (KANN_RECORD_FREE: independent of the segment's other records),
+ * from the segment's end, while that thread works from its start: a phase of many small records
+ * (a grouped conv's groups) no longer waits for a slow core's last ones. The next phase starts
+ * when every segment of this one is done (a spin, then a futex). */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <pthread.h>
@@ -56,6 +59,10 @@ typedef struct share {
     /* A record whose parts work in scratch copies (kann_model_record_slots): the owner's thread
      * runs in copy 0, thread t in copy (t - owner) mod threads. slots 0: none. */
     _Atomic uint32_t slots, owner, threads;
+    /* Whole records of the stream's segment that other threads took (stolen_done counts those
+     * they finished; stolen_expected, the owner's own field, those it found taken). */
+    _Atomic uint32_t stolen_done;
+    uint32_t stolen_expected;
 } share;
 
 /* The parts [*next, *end) a share's word leaves. */
@@ -77,6 +84,8 @@ typedef struct pool_job {
     uint32_t ticket; /* claim value of phase 0; the run's phases take [ticket, ticket + n_phases] */
     uint32_t done_base;     /* segments_done when the run started */
     const uint32_t *starts; /* [phase * n_streams + stream]: the segment's first record */
+    uint64_t mark;          /* record claim value of phase 0; phase p takes mark + p */
+    const struct steal_table *tab;
 } pool_job;
 
 /* The published job: the fields of pool_job, written by the caller while the job sequence is
@@ -85,7 +94,24 @@ typedef struct pool_job_slot {
     kann_session *_Atomic session;
     _Atomic uint32_t n_active, n_streams, n_phases, ticket, done_base;
     const uint32_t *_Atomic starts;
+    _Atomic uint64_t mark;
+    const struct steal_table *_Atomic tab;
 } pool_job_slot;
+
+/* The free records a thread out of work may take whole, segment by segment, and the claim of
+ * every record; the caller fills it at each run's start. One the pool outgrows is kept (in
+ * `retired`) until the pool is freed: a thread still holding an old job may read it. Its
+ * entries are relaxed atomics for the same reason. */
+typedef struct steal_table {
+    struct steal_table *retired;
+    uint32_t records, segments; /* capacities */
+    /* taken[r]: the claim value (job mark + phase) record r was last taken with, by the thread
+     * running its segment or by one that took it; marks only grow (64 bits: never wrap), and a
+     * claim only raises a value. */
+    _Atomic uint64_t *taken;
+    _Atomic uint32_t *seg;  /* [segment (phase * streams + stream)], + 1: candidates' bounds */
+    _Atomic uint32_t *cand; /* cand[seg[s] .. seg[s + 1]): segment s's records to take */
+} steal_table;
 
 struct kann_host_pool {
     uint32_t n_threads;
@@ -103,6 +129,9 @@ struct kann_host_pool {
     uint32_t *starts; /* the caller's table behind job.starts */
     size_t starts_cap;
     uint32_t next_ticket; /* the caller's: tickets only grow, so no two runs share one */
+    steal_table *tab;
+    uint64_t next_mark; /* the caller's */
+    _Atomic uint64_t records_taken;
 
     /* claims[s]: the ticket of the first phase of stream s nobody has claimed; a claim moves it
      * from ticket + p to ticket + p + 1. segments_done counts finished segments, for ever
@@ -211,12 +240,81 @@ static int help_any(kann_host_pool *p, uint32_t n_streams, uint32_t t) {
     return 0;
 }
 
-/* Waits until segments_done reaches target, meanwhile running parts of the records other
- * threads share (t: the calling thread); the same sleeper protocol as wait_change. */
-static void wait_done(kann_host_pool *p, uint32_t target, uint32_t n_streams, uint32_t t) {
+/* Takes record r for claim value `mark`: 1 if this call raised it to mark, 0 if it already was
+ * there (another thread took it in this phase) or past it (the caller's job is over). */
+static int take_record(_Atomic uint64_t *taken, uint32_t r, uint64_t mark) {
+    uint64_t v = atomic_load_explicit(&taken[r], memory_order_relaxed);
+    while (v < mark)
+        if (atomic_compare_exchange_weak_explicit(&taken[r], &v, mark, memory_order_acq_rel,
+                                                  memory_order_relaxed))
+            return 1;
+    return 0;
+}
+
+/* The parts record r would be cut into on n_active threads (run_segment's rule), and its tile,
+ * granule, scratch copies and whether its kernel claims parts as it goes; below 2: run whole. */
+static uint32_t record_cut(const kann_model *m, uint32_t r, uint32_t n_active, uint32_t *begin,
+                           uint32_t *end, uint32_t *granule, uint32_t *slots, int *claims) {
+    double work;
+    *granule = kann_model_record_parts(m, r, begin, end, &work);
+    uint32_t n = 0;
+    *slots = 0;
+    *claims = 0;
+    if (*granule) {
+        uint32_t units = (*end - *begin + *granule - 1) / *granule;
+        n = units < SHARE_PARTS ? units : SHARE_PARTS;
+        if (work < n * SHARE_MIN_PART) n = (uint32_t)(work / SHARE_MIN_PART);
+        *slots = kann_model_record_slots(m, r, claims);
+        if (*slots && *slots < n_active) n = 0;
+    }
+    return n;
+}
+
+/* Runs a free record of another thread's segment of this phase that its owner has not reached,
+ * and that it would run whole (a record it cuts into parts is helped with those); 1 if it did.
+ * From the segment's end back: the owner works from its start. Until a record is taken, only
+ * the pool's own tables are read: the job may be over and its session gone. */
+static int steal(kann_host_pool *p, const pool_job *j, uint32_t phase) {
+    const steal_table *tab = j->tab;
+    uint64_t mark = j->mark + phase;
+    uint32_t target = j->done_base + (phase + 1) * j->n_streams;
+    for (uint32_t i = 0; i < j->n_streams; i++) {
+        /* only a segment its owner is running: claimed for this phase, not the next */
+        if (atomic_load_explicit(&p->claims[i], memory_order_acquire) != j->ticket + phase + 1)
+            continue;
+        size_t sg = (size_t)phase * j->n_streams + i;
+        if (sg >= tab->segments) continue;
+        uint32_t lo = atomic_load_explicit(&tab->seg[sg], memory_order_relaxed);
+        uint32_t hi = atomic_load_explicit(&tab->seg[sg + 1], memory_order_relaxed);
+        for (uint32_t k = hi < tab->records ? hi : tab->records; k-- > lo;) {
+            uint32_t r = atomic_load_explicit(&tab->cand[k], memory_order_relaxed);
+            if (r >= tab->records ||
+                atomic_load_explicit(&tab->taken[r], memory_order_relaxed) >= mark ||
+                !take_record(tab->taken, r, mark))
+                continue;
+            /* A job this thread holds from a run long over (its mark lower than the record's
+             * was) takes nothing, and its phase is over: it runs nothing. Else the owner will
+             * find the record taken and wait for it: the phase, and the session, last. */
+            if (reached(atomic_load(&p->segments_done), target)) return 0;
+            uint32_t begin, end;
+            kann_model_record_parts(j->session->model, r, &begin, &end, NULL);
+            kann_session_run_part(j->session, r, begin, end);
+            atomic_fetch_add_explicit(&p->records_taken, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&p->shares[i].stolen_done, 1, memory_order_release);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Waits until phase `phase` of job j is done, meanwhile running parts of the records other
+ * threads share and free records of their segments (t: the calling thread); the same sleeper
+ * protocol as wait_change. */
+static void wait_done(kann_host_pool *p, const pool_job *j, uint32_t phase, uint32_t t) {
+    uint32_t target = j->done_base + (phase + 1) * j->n_streams, n_streams = j->n_streams;
     for (uint32_t i = 0; i < p->spins_wait; i++) {
         if (reached(atomic_load_explicit(&p->segments_done, memory_order_acquire), target)) return;
-        if (help_any(p, n_streams, t))
+        if (help_any(p, n_streams, t) || steal(p, j, phase))
             i = 0;
         else
             cpu_relax();
@@ -260,26 +358,23 @@ static int claim_next(void *ctx, uint32_t at) {
  * record that may be cut into parts (kann_model_record_parts) to the other threads, and returns
  * once the parts they took are done. A record whose parts need scratch copies is cut only where
  * it has one for each thread. */
-static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32_t cursor,
-                        uint32_t t) {
+static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32_t phase,
+                        uint32_t cursor, uint32_t t) {
     const kann_model *m = j->session->model;
     share *sh = &p->shares[i];
+    uint64_t mark = j->mark + phase;
     for (;; cursor++) {
         uint32_t kernel, args_size;
         const void *args;
         if (kann_model_record(m, cursor, &kernel, &args, &args_size) != KANN_OK ||
             kernel == 0) /* the barrier ending the phase */
             break;
-        double work;
-        uint32_t begin, end, granule = kann_model_record_parts(m, cursor, &begin, &end, &work);
-        uint32_t n = 0, slots = 0;
-        int claims = 0;
-        if (granule) {
-            uint32_t units = (end - begin + granule - 1) / granule;
-            n = units < SHARE_PARTS ? units : SHARE_PARTS;
-            if (work < n * SHARE_MIN_PART) n = (uint32_t)(work / SHARE_MIN_PART);
-            slots = kann_model_record_slots(m, cursor, &claims);
-            if (slots && slots < j->n_active) n = 0;
+        uint32_t begin, end, granule, slots;
+        int claims;
+        uint32_t n = record_cut(m, cursor, j->n_active, &begin, &end, &granule, &slots, &claims);
+        if (kann_model_record_free(m, cursor) && !take_record(j->tab->taken, cursor, mark)) {
+            sh->stolen_expected++; /* another thread runs it */
+            continue;
         }
         if (n < 2) {
             kann_session_run_part(j->session, cursor, begin, end);
@@ -307,7 +402,8 @@ static void run_segment(kann_host_pool *p, const pool_job *j, uint32_t i, uint32
                 kann_session_run_part(j->session, cursor, o.lo, o.hi);
         sh->expected += n - o.own;
     }
-    while (atomic_load_explicit(&sh->done, memory_order_acquire) != sh->expected)
+    while (atomic_load_explicit(&sh->done, memory_order_acquire) != sh->expected ||
+           atomic_load_explicit(&sh->stolen_done, memory_order_acquire) != sh->stolen_expected)
         cpu_relax();
 }
 
@@ -320,7 +416,7 @@ static int claim_and_run(kann_host_pool *p, const pool_job *j, uint32_t stream, 
         !atomic_compare_exchange_strong(&p->claims[stream], &want, want + 1))
         return 0;
     /* A claim only succeeds during its own run: the job and the session are live. */
-    run_segment(p, j, stream, j->starts[(size_t)phase * j->n_streams + stream], t);
+    run_segment(p, j, stream, phase, j->starts[(size_t)phase * j->n_streams + stream], t);
     uint32_t target = j->done_base + (phase + 1) * j->n_streams;
     if (atomic_fetch_add(&p->segments_done, 1) + 1 == target && atomic_load(&p->done_sleepers))
         wake_all(&p->segments_done);
@@ -340,7 +436,7 @@ static void pool_walk(kann_host_pool *p, const pool_job *j, uint32_t t) {
             claim_and_run(p, j, i, phase, t);
         for (uint32_t i = S; i-- > 0;)
             if (i < own_begin || i >= own_end) claim_and_run(p, j, i, phase, t);
-        if (t == 0 || phase + 1 < j->n_phases) wait_done(p, j->done_base + (phase + 1) * S, S, t);
+        if (t == 0 || phase + 1 < j->n_phases) wait_done(p, j, phase, t);
     }
 }
 
@@ -353,6 +449,8 @@ static void publish_job(pool_job_slot *q, const pool_job *j) {
     atomic_store_explicit(&q->ticket, j->ticket, memory_order_relaxed);
     atomic_store_explicit(&q->done_base, j->done_base, memory_order_relaxed);
     atomic_store_explicit(&q->starts, j->starts, memory_order_relaxed);
+    atomic_store_explicit(&q->mark, j->mark, memory_order_relaxed);
+    atomic_store_explicit(&q->tab, j->tab, memory_order_relaxed);
 }
 
 /* The job as published: 0 if it changed while being read (the caller is writing the next). */
@@ -365,6 +463,8 @@ static int read_job(kann_host_pool *p, uint32_t seq, pool_job *j) {
     j->ticket = atomic_load_explicit(&q->ticket, memory_order_relaxed);
     j->done_base = atomic_load_explicit(&q->done_base, memory_order_relaxed);
     j->starts = atomic_load_explicit(&q->starts, memory_order_relaxed);
+    j->mark = atomic_load_explicit(&q->mark, memory_order_relaxed);
+    j->tab = atomic_load_explicit(&q->tab, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     return atomic_load_explicit(&p->job_seq, memory_order_relaxed) == seq;
 }
@@ -453,6 +553,51 @@ uint32_t kann_host_pool_threads(const kann_host_pool *p) {
     return p ? p->n_threads : 0;
 }
 
+uint64_t kann_host_pool_records_taken(const kann_host_pool *p) {
+    return p ? atomic_load_explicit(&p->records_taken, memory_order_relaxed) : 0;
+}
+
+/* The steal table for a run of model m on n_active threads (p->starts filled for it), in place
+ * or in a larger one (the old one retired; a new one's claims start at zero, below every
+ * mark); 0: out of memory. */
+static int fill_steal_table(kann_host_pool *p, const kann_model *m, uint32_t n_active) {
+    uint32_t n_records = kann_model_n_records(m), n_streams = kann_model_n_streams(m);
+    size_t n_segments = (size_t)n_streams * kann_model_n_phases(m);
+    steal_table *t = p->tab;
+    if (!t || n_records > t->records || n_segments > t->segments) {
+        uint32_t records = t && t->records > n_records ? t->records : n_records;
+        size_t segments = t && t->segments > n_segments ? t->segments : n_segments;
+        if (segments >= UINT32_MAX) return 0;
+        size_t bytes = sizeof *t + sizeof(uint64_t) * records + sizeof(uint32_t) * (segments + 1) +
+                       sizeof(uint32_t) * (records + 1);
+        steal_table *grown = calloc(1, bytes);
+        if (!grown) return 0;
+        grown->retired = t;
+        grown->records = records;
+        grown->segments = (uint32_t)segments;
+        grown->taken = (_Atomic uint64_t *)(grown + 1);
+        grown->seg = (_Atomic uint32_t *)(grown->taken + records);
+        grown->cand = grown->seg + segments + 1;
+        p->tab = t = grown;
+    }
+    uint32_t n = 0;
+    for (size_t sg = 0; sg < n_segments; sg++) { /* in order: a segment's candidates end where
+                                                     the next one's begin */
+        atomic_store_explicit(&t->seg[sg], n, memory_order_relaxed);
+        for (uint32_t r = p->starts[sg];; r++) {
+            uint32_t kernel, size, begin, end, granule, slots;
+            const void *args;
+            int claims;
+            if (kann_model_record(m, r, &kernel, &args, &size) != KANN_OK || kernel == 0) break;
+            if (kann_model_record_free(m, r) &&
+                record_cut(m, r, n_active, &begin, &end, &granule, &slots, &claims) < 2)
+                atomic_store_explicit(&t->cand[n++], r, memory_order_relaxed);
+        }
+    }
+    atomic_store_explicit(&t->seg[n_segments], n, memory_order_relaxed);
+    return 1;
+}
+
 kann_status kann_host_pool_run(kann_host_pool *p, kann_session *s, kann_error *err) {
     if (!p || !s || !s->model)
         return kann_host_fail(err, KANN_E_ARGUMENT, "kann_host_pool_run: NULL pool or session");
@@ -478,14 +623,18 @@ kann_status kann_host_pool_run(kann_host_pool *p, kann_session *s, kann_error *e
         }
     }
 
+    if (!fill_steal_table(p, m, n_active))
+        return kann_host_fail(err, KANN_E_RUNTIME, "thread pool: out of memory");
+
     /* Publish: odd while writing, then even. Stale workers hold tickets below next_ticket. */
     atomic_fetch_add(&p->job_seq, 1);
     atomic_thread_fence(memory_order_release);
-    pool_job mine = {s,        n_active,       n_streams,
-                     n_phases, p->next_ticket, atomic_load(&p->segments_done),
-                     p->starts};
+    pool_job mine = {s,         n_active,         n_streams,
+                     n_phases,  p->next_ticket,   atomic_load(&p->segments_done),
+                     p->starts, p->next_mark + 1, p->tab};
     publish_job(&p->job, &mine);
     p->next_ticket += n_phases + 1;
+    p->next_mark += n_phases;
     for (uint32_t i = 0; i < n_streams; i++)
         atomic_store(&p->claims[i], mine.ticket);
     signal_change(&p->job_seq, &p->job_sleepers);
@@ -509,5 +658,10 @@ void kann_host_pool_free(kann_host_pool *p) {
     free(p->threads);
     free(p->workers);
     free(p->starts);
+    while (p->tab) {
+        steal_table *older = p->tab->retired;
+        free(p->tab);
+        p->tab = older;
+    }
     free(p);
 }

@@ -189,6 +189,9 @@ uint32_t kann_model_skip_phase(const kann_model *m, uint32_t cursor);
  * (else 0). */
 uint32_t kann_model_record_parts(const kann_model *m, uint32_t r, uint32_t *begin, uint32_t *end,
                                  double *work);
+/* 1 when record r carries KANN_RECORD_FREE (kann_format.h): a thread other than its stream's
+ * may run it whole while that one runs the phase's other records; 0 otherwise. */
+int kann_model_record_free(const kann_model *m, uint32_t r);
 /* Runs the part [begin, end) of record r's tile: the whole tile, or (g from
  * kann_model_record_parts non-zero) begin = the tile's begin + i g and end the tile's end or its
  * begin + j g, i < j. KANN_E_ARGUMENT (nothing run) for any other part or a barrier. */

@@ -14,7 +14,7 @@
 #define KANN_MAGIC "\x89KANN\r\n\x1a"
 #define KANN_MAGIC_SIZE 8
 #define KANN_FORMAT_MAJOR 2
-#define KANN_FORMAT_MINOR 0
+#define KANN_FORMAT_MINOR 1
 #define KANN_PROBE_U32 0x01020304u /* reads 0x04030201 on a big-endian host */
 #define KANN_PROBE_F32 (-1.5f) /* 0xbfc00000: catches a non-IEEE float ABI */
 #define KANN_SECTION_ALIGN 64
@@ -95,11 +95,18 @@ typedef struct kann_stream_desc {
 /* One kernel call (or a barrier: kernel == 0, args_size == 0). 16 bytes. */
 typedef struct kann_record {
     uint16_t kernel; /* kann_kernel_id */
-    uint16_t flags; /* zero */
+    uint16_t flags;  /* KANN_RECORD_FREE or zero; zero for a barrier */
     uint32_t node; /* offset in NAMES of the source node's name, for messages and profiles */
     uint32_t args_offset; /* in ARGS */
     uint32_t args_size; /* must equal the kernel's argument struct size */
 } kann_record;
+
+/* A record's flag: no other record of its stream's phase is of the same layer, writes a byte it
+ * reads or writes, or reads a byte it writes. A stream runs its records in order, so records of
+ * a phase may depend on earlier ones of the same stream (a stream's partial sums); a FREE one may
+ * run on any thread, before, after or beside the others (the host pool lets an idle thread take
+ * it). A set flag is a promise of the producer: the loader cannot check it. */
+#define KANN_RECORD_FREE 0x1u
 
 /* CRC-32 as zlib's crc32() (reflected polynomial 0xEDB88320, initial and final XOR
  * 0xffffffff). Chainable: kann_crc32(kann_crc32(0, a, n), b, m) is the CRC of a then b. */

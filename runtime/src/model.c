@@ -348,7 +348,10 @@ static kann_status check_record(loader *ld, const kann_record *r, uint32_t strea
         return kann_rt_fail(err, KANN_E_CORRUPT,
                             "stream %u record %u: node name offset %u is outside NAMES (%llu)",
                             stream, index, r->node, (unsigned long long)m->names_size);
-    if (r->flags != 0)
+    /* a newer minor version may add record flags that this reader ignores */
+    uint16_t unknown =
+        ld->hdr->minor > KANN_FORMAT_MINOR ? 0 : (uint16_t)(r->flags & ~KANN_RECORD_FREE);
+    if (unknown || ((r->flags & KANN_RECORD_FREE) && r->kernel == KANN_KERNEL_BARRIER))
         return kann_rt_fail(err, KANN_E_CORRUPT, "stream %u record %u (node '%s'): flags 0x%x",
                             stream, index, node, r->flags);
     if (r->kernel == KANN_KERNEL_BARRIER) {

@@ -98,6 +98,11 @@ uint32_t kann_model_record_slots(const kann_model *m, uint32_t r, int *claims) {
     return kann_kernel_part_slots(rec->kernel, args);
 }
 
+int kann_model_record_free(const kann_model *m, uint32_t r) {
+    if (m == 0 || m->bytes == 0 || r >= m->n_records) return 0;
+    return (((const kann_record *)m->records)[r].flags & KANN_RECORD_FREE) != 0;
+}
+
 kann_status kann_session_run_part(kann_session *s, uint32_t r, uint32_t begin, uint32_t end) {
     return kann_session_run_part_in(s, r, begin, end, 0, 0, 0);
 }

@@ -576,6 +576,34 @@ static void test_schedule_merges_independent_phases(void **state) {
     }
 }
 
+/* KANN_RECORD_FREE on the records of every stream of sched (kc_schedule_free_records):
+ * none on one stream, none on a barrier, and wherever a phase of a stream holds a free
+ * record, no other record of that phase is of its call. Returns the count. */
+static int count_free_records(const kc_graph *g, const kc_program *prog, const kc_schedule *sched) {
+    int n = 0;
+    for (int s = 0; s < sched->n_streams; s++) {
+        uint8_t *is_free = malloc((size_t)sched->counts[s] + 1);
+        assert_non_null(is_free);
+        kc_schedule_free_records(g, prog, sched, s, is_free);
+        for (int r0 = 0; r0 < sched->counts[s];) {
+            int r1 = r0;
+            while (r1 < sched->counts[s] && sched->streams[s][r1].call >= 0)
+                r1++;
+            for (int i = r0; i < r1; i++) {
+                n += is_free[i];
+                if (sched->n_streams < 2) assert_false(is_free[i]);
+                for (int j = r0; j < r1 && is_free[i]; j++)
+                    if (j != i)
+                        assert_int_not_equal(sched->streams[s][j].call, sched->streams[s][i].call);
+            }
+            if (r1 < sched->counts[s]) assert_false(is_free[r1]);
+            r0 = r1 + 1;
+        }
+        free(is_free);
+    }
+    return n;
+}
+
 /* g, lowered, scheduled on P streams, its phases merged. */
 static void schedule_lowered(kc_graph *g, int P, kc_program *prog, kc_schedule *sched,
                              kc_diag *d) {
@@ -729,6 +757,22 @@ static void test_schedule_summed_concat(void **state) {
             }
             int summed = P > 1 && !other_reader;
             assert_int_equal(summed_channels, summed ? 32 : 0);
+            /* a stream's two partial sums, the second adding to the first's, never run apart */
+            for (int s = 0; s < P; s++) {
+                uint8_t is_free[64];
+                assert_true(sched.counts[s] <= 64);
+                kc_schedule_free_records(g, &prog, &sched, s, is_free);
+                int pinned = 0;
+                for (int r = 0; r < sched.counts[s]; r++)
+                    pinned += sched.streams[s][r].call >= 0 &&
+                              prog.calls[sched.streams[s][r].call].stream == s;
+                for (int r = 0; r < sched.counts[s] && pinned > 1; r++)
+                    if (sched.streams[s][r].call >= 0 &&
+                        prog.calls[sched.streams[s][r].call].stream == s)
+                        assert_false(is_free[r]);
+            }
+            int n_free = count_free_records(g, &prog, &sched);
+            assert_true(P > 1 ? n_free > 0 : n_free == 0);
             assert_int_equal(adds, summed ? P - 1 : 0);
             plan_run_check(g, &prog, &sched, &d, P, x, sizeof x, P > 1 ? y : y1, 8 * 12 * 12,
                            P > 1 ? y1 : NULL);
@@ -807,6 +851,21 @@ static void test_schedule_whole_groups(void **state) {
                     assert_int_equal(prog.phase_first[ci], first);
                 }
                 assert_int_equal(groups, G);
+                /* the groups' records may run on any thread: calls of their own, each writing
+                 * its own channels (and gathering into a scratch of its own) */
+                for (int s = 0; s < P; s++) {
+                    uint8_t is_free[64];
+                    assert_true(sched.counts[s] <= 64);
+                    kc_schedule_free_records(g, &prog, &sched, s, is_free);
+                    for (int r = 0; r < sched.counts[s]; r++) {
+                        int ci = sched.streams[s][r].call;
+                        const kann_conv2d_packed_args *a = ci < 0 ? NULL : prog.calls[ci].args;
+                        if (ci >= 0 && prog.calls[ci].kernel == KANN_KERNEL_F32_CONV2D_PACKED &&
+                            a->k_h == 3)
+                            assert_int_equal(is_free[r], P > 1);
+                    }
+                }
+                count_free_records(g, &prog, &sched);
                 if (whole) {
                     assert_int_equal(prog.phase_last[first], first + G - 1);
                     for (int s = 0; s < P; s++) /* n / P each, the extra ones on the last */

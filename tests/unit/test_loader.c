@@ -303,7 +303,10 @@ static void kernel_past_registry(uint8_t *b) {
     rec0(b)->kernel = KANN_KERNEL_COUNT;
 }
 static void record_flags(uint8_t *b) {
-    rec0(b)->flags = 1;
+    rec0(b)->flags = 2; /* a bit past KANN_RECORD_FREE */
+}
+static void barrier_free(uint8_t *b) {
+    rec0(b)[1].flags = KANN_RECORD_FREE;
 }
 static void node_name_outside(uint8_t *b) {
     rec0(b)->node = (uint32_t)rt_section(b, KANN_SECTION_NAMES)->size + 3;
@@ -485,6 +488,7 @@ static const bad_case bad_cases[] = {
     {"kernel id unknown", rt_model_relu2, kernel_unknown, KANN_E_UNSUPPORTED, "kernel id 999"},
     {"kernel id = count", rt_model_relu2, kernel_past_registry, KANN_E_UNSUPPORTED, "kernel id"},
     {"record flags", rt_model_relu2, record_flags, KANN_E_CORRUPT, "flags"},
+    {"free barrier", rt_model_relu2, barrier_free, KANN_E_CORRUPT, "flags"},
     {"node name outside", rt_model_relu2, node_name_outside, KANN_E_CORRUPT, "node name"},
     {"barrier with args", rt_model_relu2, barrier_with_args, KANN_E_CORRUPT, "barrier"},
     {"stream without final barrier", rt_model_relu2, last_record_not_barrier, KANN_E_CORRUPT,
@@ -657,6 +661,20 @@ static void test_writer_built_rejects(void **state) {
     kbin_add_barrier(w, 0);
     kbin_add_section(w, 99, "future", 6);
     kbin_set_version(w, KANN_FORMAT_MAJOR, KANN_FORMAT_MINOR + 1);
+    finish_and_expect(w, KANN_OK, NULL);
+
+    /* A record flag past KANN_RECORD_FREE is refused in a file of this minor version and
+     * ignored in a newer one; KANN_RECORD_FREE itself is a kernel record's. */
+    for (int newer = 0; newer <= 1; newer++) {
+        w = relu_writer();
+        kbin_add_call_flags(w, 0, KANN_KERNEL_F32_ACT, "r", &a, sizeof a, KANN_RECORD_FREE | 0x8);
+        kbin_add_barrier(w, 0);
+        if (newer) kbin_set_version(w, KANN_FORMAT_MAJOR, KANN_FORMAT_MINOR + 1);
+        finish_and_expect(w, newer ? KANN_OK : KANN_E_CORRUPT, newer ? NULL : "flags 0x9");
+    }
+    w = relu_writer();
+    kbin_add_call_flags(w, 0, KANN_KERNEL_F32_ACT, "r", &a, sizeof a, KANN_RECORD_FREE);
+    kbin_add_barrier(w, 0);
     finish_and_expect(w, KANN_OK, NULL);
 
     /* A second META section. */

@@ -204,18 +204,77 @@ static void test_run_phase_segments(void **state) {
     kann_host_arena_free(seg_arena);
 }
 
+/* The model build writes, copied to aligned bytes (free them) and opened into m. */
+static void *open_built(void *(*build)(size_t *), kann_model *m) {
+    size_t n;
+    void *raw = build(&n);
+    void *bin = rt_copy(raw, n);
+    free(raw);
+    kann_error e;
+    if (kann_model_open(m, bin, n, &e) != KANN_OK) fail_msg("%s", e.message);
+    return bin;
+}
+
+/* Free records (KANN_RECORD_FREE): stream 1's twelve take three times stream 0's work, so the
+ * thread done with stream 0 takes some of them from stream 1's end; run after run, the pool's
+ * result is the bits one thread gives. The model and its records pass the loader, which also
+ * reports the flag. */
+static void test_pool_takes_free_records(void **state) {
+    (void)state;
+    kann_model m;
+    kann_error e;
+    void *bin = open_built(rt_model_free_records, &m);
+    uint32_t first, count;
+    assert_int_equal(kann_model_stream(&m, 1, &first, &count), KANN_OK);
+    assert_int_equal(count, RT_FREE_RECORDS + 1);
+    for (uint32_t r = first; r < first + count; r++)
+        assert_int_equal(kann_model_record_free(&m, r), r + 1 < first + count);
+    size_t arena_size = (size_t)kann_model_arena_size(&m);
+    kann_session ref, par;
+    void *ref_arena = kann_host_arena_alloc(arena_size);
+    void *par_arena = kann_host_arena_alloc(arena_size);
+    assert_int_equal(kann_session_init(&ref, &m, ref_arena, arena_size, &e), KANN_OK);
+    assert_int_equal(kann_session_init(&par, &m, par_arena, arena_size, &e), KANN_OK);
+    enum { X = RT_POOL_PLANES * RT_POOL_IN * RT_POOL_IN };
+    const size_t y_bytes = (size_t)RT_POOL_PLANES * (RT_POOL_IN - 2) * (RT_POOL_IN - 2) * 4;
+    kann_tensor in[2], out[2];
+    kann_session *ss[2] = {&ref, &par};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(kann_session_input(ss[i], 0, &in[i]), KANN_OK);
+        assert_int_equal(kann_session_output(ss[i], 0, &out[i]), KANN_OK);
+    }
+    kann_host_pool *pool = kann_host_pool_new(2, 0, &e);
+    assert_non_null(pool);
+    /* 40 runs at least, until a record was taken (a loaded host may keep the threads in step
+     * for a while) */
+    for (unsigned run = 0; run < 40 || (run < 4000 && !kann_host_pool_records_taken(pool)); run++) {
+        unsigned seed = run;
+        for (int k = 0; k < X; k++) {
+            seed = seed * 1103515245u + 12345u;
+            float v = (float)((int)(seed >> 16 & 0xffff) - 32768) / 1024.0f;
+            ((float *)in[0].data)[k] = ((float *)in[1].data)[k] = v;
+        }
+        assert_int_equal(kann_session_run(&ref, &e), KANN_OK);
+        memset(out[1].data, 0, y_bytes);
+        assert_int_equal(kann_host_pool_run(pool, &par, &e), KANN_OK);
+        if (memcmp(out[0].data, out[1].data, y_bytes) != 0)
+            fail_msg("run %u: 2 threads differ from one", run);
+    }
+    assert_true(kann_host_pool_records_taken(pool) > 0);
+    kann_host_pool_free(pool);
+    kann_host_arena_free(ref_arena);
+    kann_host_arena_free(par_arena);
+    free(bin);
+}
+
 /* Records the pool shares among threads in parts (kann_model_record_parts): pooling over 64
  * planes a stream, run on 2 threads, gives the bits one thread does, run after run; the same
  * record run as parts through kann_session_run_part too; parts off the granule are refused. */
 static void test_pool_shares_records(void **state) {
     (void)state;
-    size_t n;
-    void *raw = rt_model_maxpool2(&n);
-    void *bin = rt_copy(raw, n);
-    free(raw);
     kann_model m;
     kann_error e;
-    assert_int_equal(kann_model_open(&m, bin, n, &e), KANN_OK);
+    void *bin = open_built(rt_model_maxpool2, &m);
     size_t arena_size = (size_t)kann_model_arena_size(&m);
     kann_session ref, par, cut;
     void *ref_arena = kann_host_arena_alloc(arena_size);
@@ -302,6 +361,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_pool_reuse_across_models, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_phase_segments, setup, teardown),
         cmocka_unit_test(test_pool_shares_records),
+        cmocka_unit_test(test_pool_takes_free_records),
         cmocka_unit_test(test_pool_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -268,7 +268,27 @@ kann_io_desc *rt_io_desc(void *bin, uint32_t i) {
     return (kann_io_desc *)(rt_section_bytes(bin, KANN_SECTION_IO) + sizeof(kann_io_header)) + i;
 }
 
-void *rt_model_maxpool2(size_t *size) {
+/* The 3x3 max pool (stride 1) over planes [begin, end) of x [1, RT_POOL_PLANES, RT_POOL_IN,
+ * RT_POOL_IN] at arena offset 0 into y right after it. */
+static kann_pool2d_args pool_planes(uint64_t x_bytes, uint32_t begin, uint32_t end) {
+    kann_pool2d_args a;
+    memset(&a, 0, sizeof a);
+    a.tile.begin = begin;
+    a.tile.end = end;
+    a.x = arena_ref(0);
+    a.y = arena_ref(x_bytes);
+    a.kind = KANN_POOL_MAX;
+    a.planes = RT_POOL_PLANES;
+    a.h_in = a.w_in = RT_POOL_IN;
+    a.h_out = a.w_out = RT_POOL_IN - 2;
+    a.k_h = a.k_w = 3;
+    a.stride_h = a.stride_w = a.dil_h = a.dil_w = 1;
+    return a;
+}
+
+/* The pool model: stream 0 planes [0, split), stream 1 the rest, each in `records` records
+ * with these flags, one phase. */
+static void *pool_model(size_t *size, uint32_t split, uint32_t records, uint16_t flags) {
     enum { C = RT_POOL_PLANES, H = RT_POOL_IN, HO = RT_POOL_IN - 2 };
     uint64_t x_bytes = (uint64_t)C * H * H * 4;
     kbin_writer *w = new_writer(x_bytes + (uint64_t)C * HO * HO * 4);
@@ -276,20 +296,21 @@ void *rt_model_maxpool2(size_t *size) {
     kbin_add_io(w, KANN_IO_INPUT, "x", KANN_DTYPE_F32, 4, xd, 0);
     kbin_add_io(w, KANN_IO_OUTPUT, "y", KANN_DTYPE_F32, 4, yd, x_bytes);
     for (uint32_t s = 0; s < 2; s++) {
-        kann_pool2d_args a;
-        memset(&a, 0, sizeof a);
-        a.tile.begin = s * C / 2;
-        a.tile.end = (s + 1) * C / 2;
-        a.x = arena_ref(0);
-        a.y = arena_ref(x_bytes);
-        a.kind = KANN_POOL_MAX;
-        a.planes = C;
-        a.h_in = a.w_in = H;
-        a.h_out = a.w_out = HO;
-        a.k_h = a.k_w = 3;
-        a.stride_h = a.stride_w = a.dil_h = a.dil_w = 1;
-        kbin_add_call(w, s, KANN_KERNEL_F32_POOL2D, "pool", &a, sizeof a);
+        uint32_t lo = s ? split : 0, hi = s ? C : split;
+        for (uint32_t r = 0; r < records; r++) {
+            kann_pool2d_args a = pool_planes(x_bytes, lo + (hi - lo) * r / records,
+                                             lo + (hi - lo) * (r + 1) / records);
+            kbin_add_call_flags(w, s, KANN_KERNEL_F32_POOL2D, "pool", &a, sizeof a, flags);
+        }
         kbin_add_barrier(w, s);
     }
     return finish(w, size);
+}
+
+void *rt_model_maxpool2(size_t *size) {
+    return pool_model(size, RT_POOL_PLANES / 2, 1, 0);
+}
+
+void *rt_model_free_records(size_t *size) {
+    return pool_model(size, RT_FREE_PLANES0, RT_FREE_RECORDS, KANN_RECORD_FREE);
 }

@@ -32,6 +32,14 @@ void rt_parallel_reference(const float *x, float *y);
 #define RT_POOL_IN 64
 void *rt_model_maxpool2(size_t *size);
 
+/* The same pool over RT_POOL_PLANES planes as records of a few planes each, all marked
+ * KANN_RECORD_FREE, in one phase: stream 0 the first RT_FREE_PLANES0 planes, stream 1 the rest,
+ * RT_FREE_RECORDS records each (stream 1's three times the work of stream 0's, each too small
+ * for the pool to cut into parts). */
+#define RT_FREE_RECORDS 12
+#define RT_FREE_PLANES0 32
+void *rt_model_free_records(size_t *size);
+
 /* A 64-byte-aligned malloc'd copy of n bytes, followed by at least 64 spare bytes (free() it). */
 void *rt_copy(const void *bytes, size_t n);
 
