@@ -498,23 +498,14 @@ static int call_spans(const kc_graph *g, const kc_call *c, span *out) {
     return n;
 }
 
-/* Whether two sets of spans share a byte that one of them writes, but for calls that both run
- * whole on one stream: its records run in order (a stream's partial sums, lower_conv.c). */
-static int spans_conflict(const span *a, int na, const span *b, int nb) {
+/* Whether two sets of spans share a byte that one of them writes; in_order: but for calls that
+ * both run whole on one stream, whose records run in order (a stream's partial sums,
+ * lower_conv.c). */
+static int spans_conflict(const span *a, int na, const span *b, int nb, int in_order) {
     for (int i = 0; i < na; i++)
         for (int j = 0; j < nb; j++)
             if ((a[i].write || b[j].write) && a[i].root == b[j].root && a[i].lo < b[j].hi &&
-                b[j].lo < a[i].hi && (a[i].stream < 0 || a[i].stream != b[j].stream))
-                return 1;
-    return 0;
-}
-
-/* Whether two sets of spans share a byte that one of them writes, wherever they run. */
-static int spans_touch(const span *a, int na, const span *b, int nb) {
-    for (int i = 0; i < na; i++)
-        for (int j = 0; j < nb; j++)
-            if ((a[i].write || b[j].write) && a[i].root == b[j].root && a[i].lo < b[j].hi &&
-                b[j].lo < a[i].hi)
+                b[j].lo < a[i].hi && (!in_order || a[i].stream < 0 || a[i].stream != b[j].stream))
                 return 1;
     return 0;
 }
@@ -526,25 +517,28 @@ void kc_schedule_free_records(const kc_graph *g, const kc_program *p, const kc_s
     for (int i = 0; i < n; i++)
         is_free[i] = s->n_streams > 1 && recs[i].call >= 0;
     if (s->n_streams < 2) return;
-    span *a = malloc(sizeof(span) * KC_MAX_FIXUPS), *b = malloc(sizeof(span) * KC_MAX_FIXUPS);
-    if (!a || !b) abort();
+    /* each record's spans, once: sp[i * KC_MAX_FIXUPS ...], n_sp[i] of them */
+    span *sp = malloc(sizeof(span) * KC_MAX_FIXUPS * ((size_t)n + 1));
+    int *n_sp = malloc(sizeof(int) * ((size_t)n + 1));
+    if (!sp || !n_sp) abort();
+    for (int i = 0; i < n; i++)
+        n_sp[i] =
+            recs[i].call < 0 ? 0 : call_spans(g, &p->calls[recs[i].call], sp + i * KC_MAX_FIXUPS);
     /* each phase's records pairwise: a few dozen at most */
     for (int r0 = 0; r0 < n;) {
         int r1 = r0;
         while (r1 < n && recs[r1].call >= 0)
             r1++;
-        for (int i = r0; i < r1; i++) {
-            int na = call_spans(g, &p->calls[recs[i].call], a);
-            for (int j = i + 1; j < r1; j++) {
-                int nb = call_spans(g, &p->calls[recs[j].call], b);
-                if (recs[i].call == recs[j].call || spans_touch(a, na, b, nb))
+        for (int i = r0; i < r1; i++)
+            for (int j = i + 1; j < r1; j++)
+                if (recs[i].call == recs[j].call ||
+                    spans_conflict(sp + i * KC_MAX_FIXUPS, n_sp[i], sp + j * KC_MAX_FIXUPS, n_sp[j],
+                                   0))
                     is_free[i] = is_free[j] = 0;
-            }
-        }
         r0 = r1 + 1;
     }
-    free(a);
-    free(b);
+    free(sp);
+    free(n_sp);
 }
 
 /* Calls [first, end) make one phase. */
@@ -622,7 +616,7 @@ int kc_schedule_merge_phases(const kc_graph *g, kc_program *p, kc_schedule *s) {
         while (end < n && phase_of[end] == phase_of[ci]) end++;
         for (int k = ci; k < end; k++)
             n_next += call_spans(g, &p->calls[k], next + n_next);
-        if (ci > 0 && !spans_conflict(cur, n_cur, next, n_next)) {
+        if (ci > 0 && !spans_conflict(cur, n_cur, next, n_next, 1)) {
             keep[phase_of[ci - 1]] = 0;
             merged++;
         } else if (ci > 0) {

@@ -63,8 +63,8 @@ kann_host_pool *kann_host_pool_new(uint32_t n_threads, unsigned flags, kann_erro
 uint32_t kann_host_pool_threads(const kann_host_pool *p);
 /* Runs s once on the pool; with one thread (or one stream) it is kann_session_run. */
 kann_status kann_host_pool_run(kann_host_pool *p, kann_session *s, kann_error *err);
-/* Records the pool's threads ran out of their segment's turn since it started: free records
- * (KANN_RECORD_FREE) that a thread done with its own segments took from another's. */
+/* The free records (KANN_RECORD_FREE) that a thread done with its own segments took from
+ * another thread's, since the pool started. */
 uint64_t kann_host_pool_records_taken(const kann_host_pool *p);
 void kann_host_pool_free(kann_host_pool *p);
 

@@ -109,8 +109,10 @@ typedef struct steal_table {
      * running its segment or by one that took it; marks only grow (64 bits: never wrap), and a
      * claim only raises a value. */
     _Atomic uint64_t *taken;
-    _Atomic uint32_t *seg;  /* [segment (phase * streams + stream)], + 1: candidates' bounds */
-    _Atomic uint32_t *cand; /* cand[seg[s] .. seg[s + 1]): segment s's records to take */
+    /* seg[2 s], seg[2 s + 1]: the bounds in cand of segment s's (phase * streams + stream)
+     * records to take */
+    _Atomic uint32_t *seg;
+    _Atomic uint32_t *cand;
 } steal_table;
 
 struct kann_host_pool {
@@ -284,8 +286,8 @@ static int steal(kann_host_pool *p, const pool_job *j, uint32_t phase) {
             continue;
         size_t sg = (size_t)phase * j->n_streams + i;
         if (sg >= tab->segments) continue;
-        uint32_t lo = atomic_load_explicit(&tab->seg[sg], memory_order_relaxed);
-        uint32_t hi = atomic_load_explicit(&tab->seg[sg + 1], memory_order_relaxed);
+        uint32_t lo = atomic_load_explicit(&tab->seg[2 * sg], memory_order_relaxed);
+        uint32_t hi = atomic_load_explicit(&tab->seg[2 * sg + 1], memory_order_relaxed);
         for (uint32_t k = hi < tab->records ? hi : tab->records; k-- > lo;) {
             uint32_t r = atomic_load_explicit(&tab->cand[k], memory_order_relaxed);
             if (r >= tab->records ||
@@ -557,18 +559,26 @@ uint64_t kann_host_pool_records_taken(const kann_host_pool *p) {
     return p ? atomic_load_explicit(&p->records_taken, memory_order_relaxed) : 0;
 }
 
-/* The steal table for a run of model m on n_active threads (p->starts filled for it), in place
- * or in a larger one (the old one retired; a new one's claims start at zero, below every
- * mark); 0: out of memory. */
-static int fill_steal_table(kann_host_pool *p, const kann_model *m, uint32_t n_active) {
+/* The tables of a run of model m on n_active threads, in one walk of the records: every
+ * segment's first record (p->starts) and the free records a thread may take whole (the steal
+ * table, in place or in a larger one: the old one retired, a new one's claims at zero, below
+ * every mark); 0: out of memory. */
+static int plan_run(kann_host_pool *p, const kann_model *m, uint32_t n_active) {
     uint32_t n_records = kann_model_n_records(m), n_streams = kann_model_n_streams(m);
-    size_t n_segments = (size_t)n_streams * kann_model_n_phases(m);
+    uint32_t n_phases = kann_model_n_phases(m);
+    size_t n_segments = (size_t)n_streams * n_phases;
+    if (n_segments >= UINT32_MAX / 2) return 0;
+    if (n_segments > p->starts_cap) {
+        uint32_t *grown = realloc(p->starts, n_segments * sizeof *grown);
+        if (!grown) return 0;
+        p->starts = grown;
+        p->starts_cap = n_segments;
+    }
     steal_table *t = p->tab;
     if (!t || n_records > t->records || n_segments > t->segments) {
         uint32_t records = t && t->records > n_records ? t->records : n_records;
         size_t segments = t && t->segments > n_segments ? t->segments : n_segments;
-        if (segments >= UINT32_MAX) return 0;
-        size_t bytes = sizeof *t + sizeof(uint64_t) * records + sizeof(uint32_t) * (segments + 1) +
+        size_t bytes = sizeof *t + sizeof(uint64_t) * records + sizeof(uint32_t) * 2 * segments +
                        sizeof(uint32_t) * (records + 1);
         steal_table *grown = calloc(1, bytes);
         if (!grown) return 0;
@@ -577,24 +587,29 @@ static int fill_steal_table(kann_host_pool *p, const kann_model *m, uint32_t n_a
         grown->segments = (uint32_t)segments;
         grown->taken = (_Atomic uint64_t *)(grown + 1);
         grown->seg = (_Atomic uint32_t *)(grown->taken + records);
-        grown->cand = grown->seg + segments + 1;
+        grown->cand = grown->seg + 2 * segments;
         p->tab = t = grown;
     }
     uint32_t n = 0;
-    for (size_t sg = 0; sg < n_segments; sg++) { /* in order: a segment's candidates end where
-                                                     the next one's begin */
-        atomic_store_explicit(&t->seg[sg], n, memory_order_relaxed);
-        for (uint32_t r = p->starts[sg];; r++) {
-            uint32_t kernel, size, begin, end, granule, slots;
-            const void *args;
-            int claims;
-            if (kann_model_record(m, r, &kernel, &args, &size) != KANN_OK || kernel == 0) break;
-            if (kann_model_record_free(m, r) &&
-                record_cut(m, r, n_active, &begin, &end, &granule, &slots, &claims) < 2)
-                atomic_store_explicit(&t->cand[n++], r, memory_order_relaxed);
+    for (uint32_t i = 0; i < n_streams; i++) {
+        uint32_t r, count;
+        kann_model_stream(m, i, &r, &count);
+        for (uint32_t ph = 0; ph < n_phases; ph++, r++) { /* r++: past the phase's barrier */
+            size_t sg = (size_t)ph * n_streams + i;
+            p->starts[sg] = r;
+            atomic_store_explicit(&t->seg[2 * sg], n, memory_order_relaxed);
+            for (;; r++) {
+                uint32_t kernel, size, begin, end, granule, slots;
+                const void *args;
+                int claims;
+                if (kann_model_record(m, r, &kernel, &args, &size) != KANN_OK || kernel == 0) break;
+                if (kann_model_record_free(m, r) &&
+                    record_cut(m, r, n_active, &begin, &end, &granule, &slots, &claims) < 2)
+                    atomic_store_explicit(&t->cand[n++], r, memory_order_relaxed);
+            }
+            atomic_store_explicit(&t->seg[2 * sg + 1], n, memory_order_relaxed);
         }
     }
-    atomic_store_explicit(&t->seg[n_segments], n, memory_order_relaxed);
     return 1;
 }
 
@@ -606,24 +621,8 @@ kann_status kann_host_pool_run(kann_host_pool *p, kann_session *s, kann_error *e
     uint32_t n_active = p->n_threads < n_streams ? p->n_threads : n_streams;
     if (n_active <= 1 || n_phases == 0) return kann_session_run(s, err);
 
-    /* Every segment's first record, walked once per run (a few records per segment). */
-    size_t n_segments = (size_t)n_streams * n_phases;
-    if (n_segments > p->starts_cap) {
-        uint32_t *grown = realloc(p->starts, n_segments * sizeof *grown);
-        if (!grown) return kann_host_fail(err, KANN_E_RUNTIME, "thread pool: out of memory");
-        p->starts = grown;
-        p->starts_cap = n_segments;
-    }
-    for (uint32_t i = 0; i < n_streams; i++) {
-        uint32_t cursor, count;
-        kann_model_stream(m, i, &cursor, &count);
-        for (uint32_t ph = 0; ph < n_phases; ph++) {
-            p->starts[(size_t)ph * n_streams + i] = cursor;
-            cursor = kann_model_skip_phase(m, cursor);
-        }
-    }
-
-    if (!fill_steal_table(p, m, n_active))
+    /* every segment's first record and its free records, walked once per run */
+    if (!plan_run(p, m, n_active))
         return kann_host_fail(err, KANN_E_RUNTIME, "thread pool: out of memory");
 
     /* Publish: odd while writing, then even. Stale workers hold tickets below next_ticket. */

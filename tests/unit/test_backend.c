@@ -576,15 +576,22 @@ static void test_schedule_merges_independent_phases(void **state) {
     }
 }
 
+/* kc_schedule_free_records on stream s of sched, in a malloc'd array (free it). */
+static uint8_t *free_flags(const kc_graph *g, const kc_program *prog, const kc_schedule *sched,
+                           int s) {
+    uint8_t *is_free = malloc((size_t)sched->counts[s] + 1);
+    assert_non_null(is_free);
+    kc_schedule_free_records(g, prog, sched, s, is_free);
+    return is_free;
+}
+
 /* KANN_RECORD_FREE on the records of every stream of sched (kc_schedule_free_records):
  * none on one stream, none on a barrier, and wherever a phase of a stream holds a free
  * record, no other record of that phase is of its call. Returns the count. */
 static int count_free_records(const kc_graph *g, const kc_program *prog, const kc_schedule *sched) {
     int n = 0;
     for (int s = 0; s < sched->n_streams; s++) {
-        uint8_t *is_free = malloc((size_t)sched->counts[s] + 1);
-        assert_non_null(is_free);
-        kc_schedule_free_records(g, prog, sched, s, is_free);
+        uint8_t *is_free = free_flags(g, prog, sched, s);
         for (int r0 = 0; r0 < sched->counts[s];) {
             int r1 = r0;
             while (r1 < sched->counts[s] && sched->streams[s][r1].call >= 0)
@@ -759,9 +766,7 @@ static void test_schedule_summed_concat(void **state) {
             assert_int_equal(summed_channels, summed ? 32 : 0);
             /* a stream's two partial sums, the second adding to the first's, never run apart */
             for (int s = 0; s < P; s++) {
-                uint8_t is_free[64];
-                assert_true(sched.counts[s] <= 64);
-                kc_schedule_free_records(g, &prog, &sched, s, is_free);
+                uint8_t *is_free = free_flags(g, &prog, &sched, s);
                 int pinned = 0;
                 for (int r = 0; r < sched.counts[s]; r++)
                     pinned += sched.streams[s][r].call >= 0 &&
@@ -770,6 +775,7 @@ static void test_schedule_summed_concat(void **state) {
                     if (sched.streams[s][r].call >= 0 &&
                         prog.calls[sched.streams[s][r].call].stream == s)
                         assert_false(is_free[r]);
+                free(is_free);
             }
             int n_free = count_free_records(g, &prog, &sched);
             assert_true(P > 1 ? n_free > 0 : n_free == 0);
@@ -854,9 +860,7 @@ static void test_schedule_whole_groups(void **state) {
                 /* the groups' records may run on any thread: calls of their own, each writing
                  * its own channels (and gathering into a scratch of its own) */
                 for (int s = 0; s < P; s++) {
-                    uint8_t is_free[64];
-                    assert_true(sched.counts[s] <= 64);
-                    kc_schedule_free_records(g, &prog, &sched, s, is_free);
+                    uint8_t *is_free = free_flags(g, &prog, &sched, s);
                     for (int r = 0; r < sched.counts[s]; r++) {
                         int ci = sched.streams[s][r].call;
                         const kann_conv2d_packed_args *a = ci < 0 ? NULL : prog.calls[ci].args;
@@ -864,6 +868,7 @@ static void test_schedule_whole_groups(void **state) {
                             a->k_h == 3)
                             assert_int_equal(is_free[r], P > 1);
                     }
+                    free(is_free);
                 }
                 count_free_records(g, &prog, &sched);
                 if (whole) {
