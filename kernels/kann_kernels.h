@@ -854,6 +854,9 @@ typedef struct kann_exec {
     const uint8_t *consts;
     int (*claim)(void *ctx, uint32_t at);
     void *claim_ctx;
+    /* the weights the model's ISA level reads in another form, prepared when the model switched
+     * to it (kann_model_set_isa_prepared; AMX: x86/kann_amx.h), or NULL */
+    const void *prepared;
 } kann_exec;
 
 /* Whether the granule from `at` on is the caller's (kann_exec.claim). */

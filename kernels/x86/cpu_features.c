@@ -24,5 +24,12 @@ int kann_x86_supports(kann_x86_level level) {
     if (level == KANN_X86_AVX2) return 1;
     int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
     /* opmask, upper ZMM halves and ZMM16-31 */
-    return level == KANN_X86_AVX512 && f && dq && bw && vl && (xcr0 & 0xe6) == 0xe6;
+    if (!(f && dq && bw && vl && (xcr0 & 0xe6) == 0xe6)) return 0;
+    if (level == KANN_X86_AVX512) return 1;
+    int amx_bf16 = (d >> 22) & 1, amx_tile = (d >> 24) & 1;
+    __cpuid_count(7, 1, a, b, c, d);
+    int avx512_bf16 = (a >> 5) & 1;
+    /* XTILECFG and XTILEDATA */
+    return level == KANN_X86_AMX && amx_bf16 && amx_tile && avx512_bf16 &&
+           (xcr0 & 0x60000) == 0x60000;
 }

@@ -46,6 +46,20 @@ void kann_host_arena_free(void *arena);
 /* CPUs this process may run on (at least 1). */
 uint32_t kann_host_cpu_count(void);
 
+/* ---- CPU kernels ---------------------------------------------------------------------------- */
+
+/* Asks the OS to let this process use the AMX tile data (Linux: arch_prctl
+ * ARCH_REQ_XCOMP_PERM); 1 if it may, 0 if not (or not on Linux x86-64). */
+int kann_host_amx_permit(void);
+
+/* Switches m to the CPU kernels of the level named (kann_isa_name; NULL or "": the best this
+ * CPU and OS run, AMX included where kann_host_amx_permit grants it), preparing the weights
+ * that level reads in a form of its own in a buffer allocated here: *prepared (NULL if none),
+ * to release with kann_host_arena_free once m is no longer used. KANN_E_ARGUMENT for an
+ * unknown name, KANN_E_UNSUPPORTED for a level this build or CPU (or OS) lacks. */
+kann_status kann_host_model_set_isa(kann_model *m, const char *name, void **prepared,
+                                    kann_error *err);
+
 /* ---- thread pool ---------------------------------------------------------------------------
  * T workers run a session's phases together (kann_session_run_phase): worker t runs streams
  * t, t + T', ... of each phase, T' = min(T, streams), then any stream of the phase no worker

@@ -38,8 +38,6 @@ kann_status kann_profile_run(kann_session *s, uint32_t runs, kann_profile_row **
     float *per_run = NULL;
     if (!row_of || !cursor || !out) goto out_of_memory;
     uint32_t n = 0;
-    uint64_t consts_size;
-    kann_exec ex = {s->arena, kann_model_consts(m, &consts_size), NULL, NULL};
     for (uint32_t run = 0; run < runs; run++) {
         if (run == 1) {
             per_run = calloc((size_t)(n ? n : 1) * runs, sizeof *per_run);
@@ -59,9 +57,9 @@ kann_status kann_profile_run(kann_session *s, uint32_t runs, kann_profile_row **
                     const void *args;
                     kann_model_record(m, r, &kernel, &args, &size);
                     if (kernel == KANN_KERNEL_BARRIER) break;
-                    kann_kernel_fn fn = kann_model_kernel(m, kernel);
+                    const kann_tile *tile = args; /* the whole record, as the walker runs it */
                     double t0 = now_ms();
-                    fn(args, &ex);
+                    kann_session_run_part(s, r, tile->begin, tile->end);
                     double dt = now_ms() - t0;
                     if (run == 0) {
                         const char *node = kann_model_record_node(m, r);

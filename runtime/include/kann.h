@@ -94,6 +94,7 @@ typedef struct kann_model {
     const char *names;
     uint64_t names_size;
     const kann_kernel_fn *kernels; /* function table of the chosen backend, by kernel id */
+    const void *prepared; /* the ISA level's prepared weights (kann_model_set_isa_prepared) */
 } kann_model;
 
 /* Opens and validates a model in place. On failure the model is unusable and err says why. */
@@ -127,21 +128,45 @@ kann_status kann_model_record(const kann_model *m, uint32_t r, uint32_t *kernel,
 const void *kann_model_consts(const kann_model *m, uint64_t *size);
 const void *kann_model_args(const kann_model *m, uint64_t *size);
 
-/* CPU kernel variants. kann_model_open picks the best ISA level this CPU runs; a caller may
- * force another (to compare or test them): the results agree within float rounding. */
+/* CPU kernel variants. kann_model_open picks the best of generic, AVX2 and AVX-512 that this
+ * CPU runs; a caller may force another (to compare or test them): their results agree within
+ * float rounding.
+ * AMX runs the AVX-512 kernels, but for its 1x1 convs of 64 output channels or more: each
+ * weight and input split into two bf16 numbers (hi + lo), three bf16 tile products per
+ * multiply-add (hi hi + hi lo + lo hi). Their sums come within a few 1e-6 of the float ones,
+ * relative to their size: the outputs agree within 1e-4 of their largest value, not within float
+ * rounding. It needs its weights prepared in a buffer of the caller's
+ * (kann_model_set_isa_prepared), and on Linux the process's permission to use the tile data
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA: kann_host_amx_permit does it) before it
+ * runs. */
 typedef enum kann_isa {
     KANN_ISA_GENERIC = 0, /* the portable C reference kernels */
-    KANN_ISA_AVX2 = 1, /* x86 AVX2 + FMA */
-    KANN_ISA_AVX512 = 2, /* x86 AVX-512 (F, VL, BW, DQ) */
+    KANN_ISA_AVX2 = 1,    /* x86 AVX2 + FMA */
+    KANN_ISA_AVX512 = 2,  /* x86 AVX-512 (F, VL, BW, DQ) */
+    KANN_ISA_AMX = 3,     /* x86 AVX-512 and AMX-BF16: 1x1 convs on the tiles (above) */
     KANN_ISA_COUNT
 } kann_isa;
 
-const char *kann_isa_name(kann_isa isa); /* "generic", "avx2", "avx512" */
+const char *kann_isa_name(kann_isa isa);  /* "generic", "avx2", "avx512", "amx" */
 int kann_isa_from_name(const char *name); /* -1 if unknown */
-int kann_isa_supported(kann_isa isa); /* 1 if this build has it and this CPU runs it */
+/* 1 if this build has it and this CPU runs it (AMX: the OS enables the tile state; a Linux
+ * process must still ask for it, above) */
+int kann_isa_supported(kann_isa isa);
+/* The level kann_model_open picks: the best supported one that needs nothing prepared (never
+ * AMX). */
 kann_isa kann_isa_best(void);
-/* Switches an open model's kernels to isa; KANN_E_UNSUPPORTED if unsupported here. */
+/* Switches an open model's kernels to isa; KANN_E_UNSUPPORTED if unsupported here,
+ * KANN_E_ARGUMENT if isa needs prepared weights (kann_model_prepared_size non-zero). */
 kann_status kann_model_set_isa(kann_model *m, kann_isa isa, kann_error *err);
+/* The bytes of weights isa's kernels read in a form of their own (AMX: the bf16 pairs of the
+ * weights of the records it runs on the tiles), 0 when none. */
+uint64_t kann_model_prepared_size(const kann_model *m, kann_isa isa);
+/* Like kann_model_set_isa, writing those weights into buf first: size >= kann_model_prepared_size
+ * bytes, 64-byte aligned, owned by the caller and kept until the model switches to another
+ * level or is no longer used (buf may be NULL where the size is 0). KANN_E_ARGUMENT (the model
+ * unchanged) for a missing, short or misaligned buffer. */
+kann_status kann_model_set_isa_prepared(kann_model *m, kann_isa isa, void *buf, size_t size,
+                                        kann_error *err);
 kann_isa kann_model_isa(const kann_model *m);
 /* The function the model runs for kernel id (NULL if none): for tools that time records. */
 kann_kernel_fn kann_model_kernel(const kann_model *m, uint32_t kernel);

@@ -9,7 +9,7 @@ kann_status kann_static_run_streams(const kann_static_model *m, void *arena, uin
         (barrier == 0 && stride > 1) || m->n_streams > KANN_MAX_STREAMS)
         return KANN_E_ARGUMENT;
     if ((uintptr_t)arena % 64 != 0) return KANN_E_ALIGNMENT;
-    const kann_exec ex = {(uint8_t *)arena, (const uint8_t *)m->consts, NULL, NULL};
+    const kann_exec ex = {(uint8_t *)arena, (const uint8_t *)m->consts, NULL, NULL, NULL};
     /* One position per stream: stream s's phase p may read what any stream wrote in p - 1. */
     const kann_static_record *cursor[KANN_MAX_STREAMS];
     for (uint32_t i = first; i < m->n_streams; i += stride)

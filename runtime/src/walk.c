@@ -21,7 +21,7 @@ kann_status kann_session_run(kann_session *s, kann_error *err) {
         return kann_rt_fail(err, KANN_E_ARGUMENT, "kann_session_run: session not initialized");
     const kann_model *m = s->model;
     const kann_stream_desc *sd = (const kann_stream_desc *)m->streams;
-    const kann_exec ex = {s->arena, m->consts, NULL, NULL};
+    const kann_exec ex = {s->arena, m->consts, NULL, NULL, m->prepared};
     /* One position per stream: stream s's phase p may read what any stream wrote in p - 1. */
     uint32_t cursor[KANN_MAX_STREAMS];
     for (uint32_t i = 0; i < m->n_streams; i++)
@@ -39,7 +39,7 @@ kann_status kann_session_run_streams(kann_session *s, uint32_t first, uint32_t s
         return KANN_E_ARGUMENT;
     const kann_model *m = s->model;
     const kann_stream_desc *sd = (const kann_stream_desc *)m->streams;
-    const kann_exec ex = {s->arena, m->consts, NULL, NULL};
+    const kann_exec ex = {s->arena, m->consts, NULL, NULL, m->prepared};
     uint32_t cursor[KANN_MAX_STREAMS];
     for (uint32_t i = first; i < m->n_streams; i += stride)
         cursor[i] = sd[i].first;
@@ -55,7 +55,7 @@ kann_status kann_session_run_phase(kann_session *s, uint32_t *cursor) {
     if (s == 0 || s->model == 0 || s->model->bytes == 0 || cursor == 0 ||
         *cursor >= s->model->n_records)
         return KANN_E_ARGUMENT;
-    const kann_exec ex = {s->arena, s->model->consts, NULL, NULL};
+    const kann_exec ex = {s->arena, s->model->consts, NULL, NULL, s->model->prepared};
     run_phase(s->model, &ex, cursor);
     return KANN_OK;
 }
@@ -116,7 +116,7 @@ kann_status kann_session_run_part_in(kann_session *s, uint32_t r, uint32_t begin
     const kann_record *rec = (const kann_record *)m->records + r;
     if (rec->kernel == KANN_KERNEL_BARRIER) return KANN_E_ARGUMENT;
     const void *args = m->args + rec->args_offset;
-    const kann_exec ex = {s->arena, m->consts, claim, claim_ctx};
+    const kann_exec ex = {s->arena, m->consts, claim, claim_ctx, m->prepared};
     const kann_tile *tile = args;
     uint32_t lo = tile->begin, hi = tile->end;
     if (begin == lo && end == hi && slot == 0) { /* the whole record */

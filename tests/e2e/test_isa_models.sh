@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every CPU kernel level this machine runs (generic, avx2, avx512), forced through KANN_ISA:
+# Every CPU kernel level this machine runs (generic, avx2, avx512, amx), forced through KANN_ISA:
 # the generated cases, and mobilenet_v2 (packed, depthwise and fully-connected kernels) when
 # the shared models are present, against ONNX Runtime / the reference outputs within 1e-4.
 set -euo pipefail
@@ -8,6 +8,7 @@ has() { for f in "$@"; do [[ " $flags " == *" $f "* ]] || return 1; done; }
 levels=(generic)
 has avx2 fma && levels+=(avx2)
 has avx512f avx512vl avx512bw avx512dq && levels+=(avx512)
+has avx512f avx512vl avx512bw avx512dq avx512_bf16 amx_bf16 amx_tile && levels+=(amx)
 dir=${KANN_MODELS_DIR:-$KANN_SOURCE_DIR/../shared/models}
 check="$KANN_SOURCE_DIR/tests/e2e/kann_check.py"
 status=0

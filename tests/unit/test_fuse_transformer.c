@@ -363,7 +363,7 @@ static void matmul_bias_residual_act_variants(void **state) {
         a.bias = (kann_ref){KANN_SPACE_ARENA, 0, (na + nb) * sizeof(float)};
         a.residual = (kann_ref){KANN_SPACE_ARENA, 0, (na + nb + n) * sizeof(float)};
         a.y = (kann_ref){KANN_SPACE_ARENA, 0, (na + nb + n + ny) * sizeof(float)};
-        kann_exec ex = {(uint8_t *)mem, (const uint8_t *)mem, NULL, NULL};
+        kann_exec ex = {(uint8_t *)mem, (const uint8_t *)mem, NULL, NULL, NULL};
         kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
         int nv = kernel_variants(KANN_KERNEL_F32_MATMUL, vs);
         for (int v = 0; v < nv; v++) {

@@ -1765,7 +1765,7 @@ static void test_validated_mutations_run_safely(void **state) {
         assert_true(arena && consts);
         memcpy(arena, mem[KANN_SPACE_ARENA], bounds.arena_size);
         memcpy(consts, mem[KANN_SPACE_CONST], bounds.const_size);
-        kann_exec exact = {arena, consts, NULL, NULL};
+        kann_exec exact = {arena, consts, NULL, NULL, NULL};
         for (int i = 0; i < 3000; i++) {
             memcpy(args, good, info->args_size);
             for (uint32_t n_fields = rng_range(1, 3); n_fields > 0; n_fields--) {

@@ -17,7 +17,7 @@
 enum { ARENA_FLOATS = 1 << 16 };
 static float arena[ARENA_FLOATS];
 static const kann_bounds bounds = {sizeof arena, 0};
-static const kann_exec exec_ctx = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL};
+static const kann_exec exec_ctx = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL, NULL};
 
 static uint64_t rng_state = 42;
 static uint32_t rng_next(void) {

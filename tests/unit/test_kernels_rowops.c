@@ -48,7 +48,7 @@ static kann_act random_act(void) {
 /* Runs fn on args with the arena as it is in `before` (n floats), into the arena. */
 static void run_from(kann_kernel_fn fn, const void *args, const float *before, size_t n) {
     memcpy(arena, before, n * sizeof(float));
-    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL};
+    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL, NULL};
     fn(args, &ex);
 }
 
@@ -69,7 +69,7 @@ static void check_variants(int id, void *args, kann_tile *tile, uint32_t extent,
     for (int v = 1; v < nv; v++) {
         uint32_t cut = rng_range(0, extent);
         memcpy(arena, before, n * sizeof(float));
-        kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL};
+        kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL, NULL};
         *tile = (kann_tile){0, 0, cut, 0};
         vs[v].fn(args, &ex);
         *tile = (kann_tile){0, cut, extent, 0};
@@ -187,7 +187,7 @@ static void test_softmax_exp_accuracy(void **state) {
             a.y = alloc_floats(2);
             at(a.x)[0] = 0.0f;
             at(a.x)[1] = t;
-            kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL};
+            kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL, NULL};
             vs[v].fn(&a, &ex);
             double want = 1.0 / (1.0 + exp(-(double)t)), got = at(a.y)[1];
             if (!(fabs(got - want) <= 1e-6 * want))
@@ -215,7 +215,7 @@ static void test_softmax_masked_is_zero(void **state) {
             a.y = alloc_floats(len + 1);
             for (uint32_t i = 0; i <= len; i++)
                 at(a.x)[i] = i == len / 2 ? 0.5f : masked[i % 3];
-            kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL};
+            kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL, NULL};
             vs[v].fn(&a, &ex);
             for (uint32_t i = 0; i <= len; i++) {
                 float y = at(a.y)[i];

@@ -153,7 +153,7 @@ static void run_case(kann_wino_transform transform, int with_bias, int with_res)
     direct(&a, at(w), at(a.x), with_bias ? at(a.bias) : NULL, with_res ? at(a.residual) : NULL,
            at(want), pre, scale);
     kann_bounds bd = {arena_used * sizeof(float), arena_used * sizeof(float)};
-    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL};
+    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL, NULL};
     kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
     int nv = kernel_variants(KANN_KERNEL_F32_CONV2D_WINOGRAD, vs);
     for (int v = 0; v < nv; v++) {
@@ -300,7 +300,7 @@ static void test_validator_random(void **state) {
         assert_non_null(cs);
         memset(ar, 0, b.arena_size);
         memset(cs, 0, b.const_size);
-        kann_exec ex = {ar, cs, NULL, NULL};
+        kann_exec ex = {ar, cs, NULL, NULL, NULL};
         kernel_variant vs[KANN_MAX_KERNEL_VARIANTS];
         int nv = kernel_variants(KANN_KERNEL_F32_CONV2D_WINOGRAD, vs);
         for (int v = 0; v < nv; v++)

@@ -96,7 +96,7 @@ static float *at(kann_ref r) {
 }
 
 static kann_exec exec_ctx(void) {
-    kann_exec e = {(uint8_t *)arena.data, (const uint8_t *)arena.data, NULL, NULL};
+    kann_exec e = {(uint8_t *)arena.data, (const uint8_t *)arena.data, NULL, NULL, NULL};
     return e;
 }
 

@@ -111,7 +111,7 @@ static inline kann_ref kt_output(kt *k, size_t bytes, size_t align) {
  * the n floats of its output y. */
 static inline void kt_preset_scratch(kt *k, uint32_t kernel, const void *args, kann_ref y,
                                      size_t n) {
-    kann_exec ex = {k->arena.data, k->consts.data, NULL, NULL};
+    kann_exec ex = {k->arena.data, k->consts.data, NULL, NULL, NULL};
     kann_kernels[kernel].ref(args, &ex);
     kt_fill_f32(k, y, n, -9.0f, 9.0f);
 }
@@ -263,7 +263,7 @@ static inline void kt_run(kt *k, uint32_t kernel, const void *args, size_t args_
     assert_non_null(want);
     assert_non_null(got);
     memcpy(want, k->arena.data, arena_size);
-    kann_exec ex = {want, k->consts.data, NULL, NULL};
+    kann_exec ex = {want, k->consts.data, NULL, NULL, NULL};
     kann_kernels[kernel].ref(args, &ex);
     kt_device_run(k, kernel, args, args_size, b, got);
     long bad = kt_compare(want, got, arena_size, exact);

@@ -53,7 +53,8 @@ static void run_part(kernel_variant v, uint32_t kernel, const void *args, size_t
     kann_error err;
     if (kann_kernels[kernel].validate(part, &bd, &err) != KANN_OK)
         fail_msg("part [%u, %u) in copy %u: %s", begin, end, slot, err.message);
-    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, claim ? claim_some : NULL, claim};
+    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, claim ? claim_some : NULL, claim,
+                    NULL};
     v.fn(part, &ex);
 }
 
@@ -74,7 +75,7 @@ static void check_parts_but(uint32_t kernel, void *args, size_t args_size, const
     kann_error err;
     if (kann_kernels[kernel].validate(args, &bd, &err) != KANN_OK)
         fail_msg("%s: %s", what, err.message);
-    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL};
+    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL, NULL};
     size_t bytes = arena_used * sizeof(float);
     float *start = malloc(bytes), *whole = malloc(bytes);
     assert_non_null(start);

@@ -45,7 +45,7 @@ static void test_pad_wrap_of_empty_input(void **state) {
     assert_int_equal(validate(KANN_KERNEL_PAD, &a), KANN_OK); /* constant: no coordinate maps */
     /* ... and it runs without touching anything */
     uint8_t arena[ARENA_BYTES];
-    kann_exec ex = {arena, arena, NULL, NULL};
+    kann_exec ex = {arena, arena, NULL, NULL, NULL};
     kann_pad_ref(&a, &ex);
 
     for (uint32_t mode = KANN_PAD_REFLECT; mode < KANN_PAD_COUNT; mode++) {
@@ -128,7 +128,7 @@ static void test_pool_nd_huge_window_is_cheap(void **state) {
     assert_int_equal(validate(KANN_KERNEL_F32_POOL_ND, &a), KANN_OK);
     float arena[32] = {0};
     arena[0] = 3.0f;
-    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL};
+    kann_exec ex = {(uint8_t *)arena, (const uint8_t *)arena, NULL, NULL, NULL};
     clock_t start = clock();
     kann_f32_pool_nd_ref(&a, &ex);
     double seconds = (double)(clock() - start) / CLOCKS_PER_SEC;

@@ -122,6 +122,47 @@ void *rt_model_conv(size_t *size) {
     return finish(w, size);
 }
 
+void *rt_model_pointwise(size_t *size) {
+    enum { C_IN = RT_PW_C_IN, C_OUT = RT_PW_C_OUT, HW = RT_PW_HW, BLOCK = KANN_GAP_BLOCK };
+    uint64_t y_off = (uint64_t)C_IN * HW * 4;
+    kbin_writer *w = new_writer(y_off + (uint64_t)C_OUT * HW * 4);
+    uint32_t xd[4] = {1, C_IN, HW, 1}, yd[4] = {1, C_OUT, HW, 1};
+    kbin_add_io(w, KANN_IO_INPUT, "x", KANN_DTYPE_F32, 4, xd, 0);
+    kbin_add_io(w, KANN_IO_OUTPUT, "y", KANN_DTYPE_F32, 4, yd, y_off);
+    enum { BLOCKS = (C_OUT + BLOCK - 1) / BLOCK };
+    static float wt[BLOCKS * C_IN * BLOCK];
+    float bias[C_OUT];
+    memset(wt, 0, sizeof wt);
+    for (int m = 0; m < C_OUT; m++) /* [block][c_in][32] */
+        for (int k = 0; k < C_IN; k++)
+            wt[(m / BLOCK) * C_IN * BLOCK + k * BLOCK + m % BLOCK] =
+                (float)((m * 7 + k * 13) % 23 - 11) / 16.0f;
+    for (int m = 0; m < C_OUT; m++)
+        bias[m] = 0.125f * (float)(m % 9) - 0.5f;
+    uint64_t w_off, b_off;
+    kbin_add_const(w, wt, sizeof wt, &w_off);
+    kbin_add_const(w, bias, sizeof bias, &b_off);
+    uint32_t cut[3] = {0, 64, C_OUT};
+    for (uint32_t s = 0; s < 2; s++) {
+        kann_pointwise_lanes_args a;
+        memset(&a, 0, sizeof a);
+        a.tile.axis = 0;
+        a.tile.begin = cut[s];
+        a.tile.end = cut[s + 1];
+        a.x = arena_ref(0);
+        a.w = const_ref(w_off);
+        a.bias = const_ref(b_off);
+        a.y = arena_ref(y_off);
+        a.c_in = C_IN;
+        a.c_out = C_OUT;
+        a.hw = HW;
+        a.act.kind = KANN_ACT_RELU;
+        kbin_add_call(w, s, KANN_KERNEL_F32_POINTWISE_LANES, "pointwise", &a, sizeof a);
+        kbin_add_barrier(w, s);
+    }
+    return finish(w, size);
+}
+
 enum { PX = 64, PZ = 32, PS = 4 };
 #define OFF_X 0
 #define OFF_H 256

@@ -16,6 +16,12 @@ void *rt_model_add(size_t *size);
 /* y = relu(conv3x3(x, w) + bias), x [1, 2, 5, 5], y [1, 4, 5, 5] (pad 1); two streams tiling
  * output channels. */
 void *rt_model_conv(size_t *size);
+/* y = relu(W x + bias), a 1x1 conv as pointwise_lanes: x [1, RT_PW_C_IN, RT_PW_HW, 1], y [1,
+ * RT_PW_C_OUT, RT_PW_HW, 1]; two streams, output channels [0, 64) and [64, RT_PW_C_OUT). */
+#define RT_PW_C_IN 80
+#define RT_PW_C_OUT 96
+#define RT_PW_HW 45
+void *rt_model_pointwise(size_t *size);
 /* Four streams, four phases with data crossing streams between phases:
  *   h = relu(x)          (x [1, 64], 16 elements per stream)
  *   z = h . W + bias     (W [64, 32] constant; 8 columns per stream)

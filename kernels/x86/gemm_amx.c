@@ -1,0 +1,388 @@
+/* The AMX kernels of the 1x1 convs (kann_amx.h): y = W x as three bf16 tile products, with
+ * conv2d_packed's and pointwise_lanes' bias, residual and activation, or pointwise_gap's
+ * activation and average, applied to the sums as they leave the tiles.
+ *
+ * A record runs in strips of its pixels: the strip's input, every input channel of it, is split
+ * into hi and lo pairs on the stack (B), then for each 32 output channels of the tile the
+ * prepared weights' rows (A) go through the tiles against each 32 pixels of the strip: four
+ * accumulator tiles of 16 channels by 16 pixels, and per 32 input channels
+ *   C += A_hi B_hi, C += A_hi B_lo, C += A_lo B_hi.
+ * The strip is as wide as the stack buffer holds (at least 32 pixels), so that a block of A,
+ * fetched once from L3 or memory, serves all its pixels from L2. Each sum is the same whatever
+ * the tile: parts of a record along either axis compute their outputs as the whole record does. */
+#define KANN_VEC_BITS 512
+#include <string.h>
+
+#include "kann_amx.h"
+#include "kann_x86.h"
+#include "ref/act.h"
+#include "ref/conv2d_packed.h"
+#include "vec_math.h"
+#include "simd_act.h"
+
+/* ---- preparing the weights (scalar: it runs once per model) ----------------------------- */
+
+static uint32_t float_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float bits_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* f rounded to the nearest bf16, ties to even; a NaN stays a (quiet) NaN. */
+static uint16_t bf16_round(float f) {
+    uint32_t u = float_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* hi + lo = f to about 2^-17 of |f|. A finite f that rounds to infinity keeps its truncation
+ * as hi; an infinity or NaN is hi alone. */
+static void bf16_split(float f, uint16_t *hi, uint16_t *lo) {
+    uint32_t u = float_bits(f);
+    if ((u & 0x7f800000u) == 0x7f800000u) {
+        *hi = bf16_round(f);
+        *lo = 0;
+        return;
+    }
+    *hi = bf16_round(f);
+    if ((*hi & 0x7f80u) == 0x7f80u) *hi = (uint16_t)(u >> 16);
+    *lo = bf16_round(f - bits_float((uint32_t)*hi << 16));
+}
+
+static size_t round_k(uint32_t k) {
+    return ((size_t)k + 31) / 32 * 32;
+}
+
+uint64_t kann_amx_gemm_bytes(const kann_amx_gemm *g) {
+    return 2u * ((uint64_t)g->m + 32) * round_k(g->k) * sizeof(uint16_t);
+}
+
+void kann_amx_pack(const kann_amx_gemm *g, const uint8_t *consts, void *dst) {
+    const float *w = (const float *)(consts + g->w_offset);
+    size_t kp = round_k(g->k), rows = (size_t)g->m + 32, panel = g->panel;
+    uint16_t *hi = dst, *lo = hi + rows * kp;
+    memset(dst, 0, (size_t)kann_amx_gemm_bytes(g));
+    for (size_t m = 0; m < g->m; m++)
+        for (size_t k = 0; k < g->k; k++)
+            bf16_split(w[(m / panel) * g->k * panel + k * panel + m % panel], &hi[m * kp + k],
+                       &lo[m * kp + k]);
+}
+
+/* Where the tiles pay off: the split input costs about as much per pixel and input channel as
+ * a 16-channel block of tile products, so the tiles run records of 64 output channels or more;
+ * the weights' rows go through the tiles 32 input channels at a time, so fewer than 32 would
+ * leave the tiles half empty. */
+#define AMX_MIN_M 64
+#define AMX_MIN_K 32
+
+static int gemm_fits(uint32_t m, uint32_t k, kann_ref w) {
+    return w.space == KANN_SPACE_CONST && m >= AMX_MIN_M && k >= AMX_MIN_K && k <= KANN_AMX_MAX_K;
+}
+
+int kann_amx_gemm_of(uint32_t kernel, const void *args, kann_amx_gemm *g) {
+    switch (kernel) {
+    case KANN_KERNEL_F32_CONV2D_PACKED: {
+        const kann_conv2d_packed_args *a = args;
+        if (!kann_conv2d_packed_pointwise(a) || !gemm_fits(a->c_out, a->c_in, a->w)) return 0;
+        *g = (kann_amx_gemm){a->w.offset, a->c_out, a->c_in, KANN_CONV_PANEL};
+        return 1;
+    }
+    case KANN_KERNEL_F32_POINTWISE_LANES: {
+        const kann_pointwise_lanes_args *a = args;
+        if (!gemm_fits(a->c_out, a->c_in, a->w)) return 0;
+        *g = (kann_amx_gemm){a->w.offset, a->c_out, a->c_in, KANN_GAP_BLOCK};
+        return 1;
+    }
+    case KANN_KERNEL_F32_POINTWISE_GAP: {
+        const kann_pointwise_gap_args *a = args;
+        if (!gemm_fits(a->c_out, a->c_in, a->w)) return 0;
+        *g = (kann_amx_gemm){a->w.offset, a->c_out, a->c_in, KANN_GAP_BLOCK};
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* The prepared entry of the weights at w_offset, if they are g's. */
+static const kann_amx_entry *find_entry(const void *prepared, const kann_amx_gemm *g) {
+    if (!prepared) return NULL;
+    const kann_amx_table *t = prepared;
+    size_t lo = 0, hi = (size_t)t->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->e[mid].w_offset < g->w_offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == t->count) return NULL;
+    const kann_amx_entry *e = &t->e[lo];
+    return e->w_offset == g->w_offset && e->m == g->m && e->k == g->k && e->panel == g->panel
+               ? e
+               : NULL;
+}
+
+/* ---- the tiles -------------------------------------------------------------------------- */
+
+/* Palette 1: eight tiles of 16 rows by 64 bytes (16 floats, or 32 bf16 numbers, a row). */
+typedef struct tile_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+static void tiles_configure(void) {
+    tile_config c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int i = 0; i < 8; i++) {
+        c.colsb[i] = 64;
+        c.rows[i] = 16;
+    }
+    _tile_loadconfig(&c);
+}
+
+/* The tiles, by number (the intrinsics take literal numbers): accumulators 0 (rows 0-15,
+ * pixels 0-15), 1 (rows 0-15, pixels 16-31), 2 and 3 (rows 16-31); 4 and 5 rows 0-15 and 16-31
+ * of A, 6 and 7 pixels 0-15 and 16-31 of B. */
+
+#define B_TILE 512 /* bf16 numbers in a tile: 16 rows of 32 */
+
+/* Rows 0-15 (and 16-31) of A from a, rows kp bf16 numbers apart, 32 of them. */
+static inline void load_a(const uint16_t *a, size_t kp, int two_m) {
+    _tile_loadd(4, a, kp * sizeof(uint16_t));
+    if (two_m) _tile_loadd(5, a + 16 * kp, kp * sizeof(uint16_t));
+}
+
+/* Pixels 0-15 (and 16-31) of B, tiles of B_TILE numbers from b on. */
+static inline void load_b(const uint16_t *b, int two_n) {
+    _tile_loadd(6, b, 64);
+    if (two_n) _tile_loadd(7, b + B_TILE, 64);
+}
+
+/* The accumulators in use += A B. */
+static inline void dot_2x2(int two_m, int two_n) {
+    _tile_dpbf16ps(0, 4, 6);
+    if (two_n) _tile_dpbf16ps(1, 4, 7);
+    if (two_m) _tile_dpbf16ps(2, 5, 6);
+    if (two_m && two_n) _tile_dpbf16ps(3, 5, 7);
+}
+
+/* One strip of B: per 32 input channels, two tiles (pixels 0-15 and 16-31) of 16 rows, row r
+ * holding input channels 2r and 2r + 1 of each pixel side by side; hi then lo. */
+typedef struct strip_b {
+    uint16_t *hi, *lo;
+    size_t pixels; /* in the strip, a multiple of 32 */
+} strip_b;
+
+static uint16_t *b_tile(uint16_t *b, const strip_b *s, size_t step, size_t block, size_t half) {
+    return b + ((step * (s->pixels / 32) + block) * 2 + half) * B_TILE;
+}
+
+/* Splits x's input channels [0, k) of pixels [p, p + n) (row stride hw) into the strip's hi and
+ * lo tiles; input channels past k and pixels past n are zero. */
+static void split_input(const float *x, size_t hw, size_t k, size_t p, size_t n, const strip_b *s) {
+    size_t kp = round_k((uint32_t)k);
+    for (size_t step = 0; step < kp / 32; step++)
+        for (size_t block = 0; block < s->pixels / 32; block++)
+            for (size_t half = 0; half < 2; half++) {
+                uint16_t *hi = b_tile(s->hi, s, step, block, half);
+                uint16_t *lo = b_tile(s->lo, s, step, block, half);
+                size_t first = block * 32 + half * 16;
+                size_t cols = first >= n ? 0 : (n - first < 16 ? n - first : 16);
+                __mmask16 mask = (__mmask16)((1u << cols) - 1);
+                for (size_t r = 0; r < 16; r++) {
+                    size_t k0 = step * 32 + 2 * r;
+                    __m512 a = k0 < k ? _mm512_maskz_loadu_ps(mask, x + k0 * hw + p + first)
+                                      : _mm512_setzero_ps();
+                    __m512 b = k0 + 1 < k
+                                   ? _mm512_maskz_loadu_ps(mask, x + (k0 + 1) * hw + p + first)
+                                   : _mm512_setzero_ps();
+                    __m256bh ha = _mm512_cvtneps_pbh(a), hb = _mm512_cvtneps_pbh(b);
+                    __m256bh la = _mm512_cvtneps_pbh(_mm512_sub_ps(a, _mm512_cvtpbh_ps(ha)));
+                    __m256bh lb = _mm512_cvtneps_pbh(_mm512_sub_ps(b, _mm512_cvtpbh_ps(hb)));
+                    /* pixel j's pair: channel k0 in the low half of its 32 bits */
+                    __m512i h =
+                        _mm512_or_si512(_mm512_cvtepu16_epi32((__m256i)ha),
+                                        _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)hb), 16));
+                    __m512i l =
+                        _mm512_or_si512(_mm512_cvtepu16_epi32((__m256i)la),
+                                        _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)lb), 16));
+                    _mm512_store_si512(hi + r * 32, h);
+                    _mm512_store_si512(lo + r * 32, l);
+                }
+            }
+}
+
+/* What happens to the sums as they leave the tiles. */
+typedef struct epilogue {
+    const float *bias; /* per output channel, or NULL */
+    const float *res;  /* [m][hw], or NULL */
+    float *y;          /* [m][hw]; pointwise_gap: [m], the tile's totals so far */
+    size_t hw;
+    const kann_act *act;
+    int gap, vec_act;
+    vf lo, hi; /* vf_act's bounds */
+} epilogue;
+
+/* Rows [m, m + rows) and pixels [p, p + n) of the sums, c[row][pixel] (32 by 32). */
+static void finish(const epilogue *e, float c[32][32], size_t m, size_t rows, size_t p, size_t n) {
+    for (size_t r = 0; r < rows; r++) {
+        size_t row = m + r;
+        vf b = vf_set1(e->bias ? e->bias[row] : 0.0f);
+        float total = 0.0f;
+        for (size_t j = 0; j < n; j += 16) {
+            size_t cols = n - j < 16 ? n - j : 16;
+            __mmask16 mask = (__mmask16)((1u << cols) - 1);
+            vf v = vf_add(_mm512_load_ps(&c[r][j]), b);
+            if (e->gap) {
+                if (e->vec_act) {
+                    v = vf_act(v, e->act, e->lo, e->hi);
+                } else {
+                    _Alignas(64) float t[16];
+                    _mm512_store_ps(t, v);
+                    kann_act_apply_row(e->act, t, cols);
+                    v = _mm512_load_ps(t);
+                }
+                total += _mm512_mask_reduce_add_ps(mask, v);
+                continue;
+            }
+            float *y = e->y + row * e->hw + p + j;
+            if (e->res) v = vf_add(v, _mm512_maskz_loadu_ps(mask, e->res + row * e->hw + p + j));
+            if (e->vec_act) v = vf_act(v, e->act, e->lo, e->hi);
+            _mm512_mask_storeu_ps(y, mask, v);
+            if (!e->vec_act) kann_act_apply_row(e->act, y, cols);
+        }
+        if (e->gap) e->y[row] += total;
+    }
+}
+
+/* Output channels [m0, m1) by pixels [p0, p1) of y = W x, x [k][hw]. */
+static void run_tiles(const kann_amx_entry *ent, const void *prepared, const float *x, size_t hw,
+                      size_t m0, size_t m1, size_t p0, size_t p1, const epilogue *e) {
+    size_t kp = round_k(ent->k), rows = (size_t)ent->m + 32;
+    const uint16_t *a_hi = (const uint16_t *)((const uint8_t *)prepared + ent->data);
+    const uint16_t *a_lo = a_hi + rows * kp;
+    /* B of as many 32-pixel blocks as fill KANN_AMX_STACK bytes (hi and lo: 4 bytes each) */
+    _Alignas(64) uint16_t b_hi[KANN_AMX_STACK / 4], b_lo[KANN_AMX_STACK / 4];
+    _Alignas(64) float c[32][32];
+    size_t wide = KANN_AMX_STACK / (kp * 4 * 32) * 32;
+    tiles_configure();
+    for (size_t p = p0; p < p1; p += wide) {
+        size_t n = p1 - p < wide ? p1 - p : wide;
+        strip_b s = {b_hi, b_lo, (n + 31) / 32 * 32};
+        split_input(x, hw, ent->k, p, n, &s);
+        for (size_t m = m0; m < m1; m += 32) {
+            int two_m = m1 - m > 16;
+            const uint16_t *ah = a_hi + m * kp, *al = a_lo + m * kp;
+            for (size_t block = 0; block < s.pixels / 32; block++) {
+                size_t q = block * 32, cols = n - q < 32 ? n - q : 32;
+                int two_n = cols > 16;
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+                for (size_t step = 0; step < kp / 32; step++) {
+                    const uint16_t *bh = b_tile(b_hi, &s, step, block, 0);
+                    const uint16_t *bl = b_tile(b_lo, &s, step, block, 0);
+                    load_a(ah + step * 32, kp, two_m); /* hi x hi */
+                    load_b(bh, two_n);
+                    dot_2x2(two_m, two_n);
+                    load_b(bl, two_n); /* hi x lo */
+                    dot_2x2(two_m, two_n);
+                    load_a(al + step * 32, kp, two_m); /* lo x hi */
+                    load_b(bh, two_n);
+                    dot_2x2(two_m, two_n);
+                }
+                _tile_stored(0, &c[0][0], 128);
+                _tile_stored(1, &c[0][16], 128);
+                _tile_stored(2, &c[16][0], 128);
+                _tile_stored(3, &c[16][16], 128);
+                finish(e, c, m, m1 - m < 32 ? m1 - m : 32, p + q, cols);
+            }
+        }
+    }
+    _tile_release();
+}
+
+static void epilogue_init(epilogue *e, const kann_exec *ex, kann_ref bias, kann_ref res, float *y,
+                          size_t hw, const kann_act *act, int gap) {
+    e->bias = bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, bias);
+    e->res = res.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, res);
+    e->y = y;
+    e->hw = hw;
+    e->act = act;
+    e->gap = gap;
+    e->vec_act = kann_act_vectorizes(act);
+    e->lo = vf_set1(kann_act_lo(act));
+    e->hi = vf_set1(kann_act_hi(act));
+}
+
+static const kann_ref no_ref = {KANN_SPACE_NONE, 0, 0};
+
+/* ---- the kernels ------------------------------------------------------------------------ */
+
+/* The prepared weights of record (kernel, args), NULL where it runs on the AVX-512 variant. */
+static const kann_amx_entry *entry_of(uint32_t kernel, const void *args, const kann_exec *ex) {
+    kann_amx_gemm g;
+    return kann_amx_gemm_of(kernel, args, &g) ? find_entry(ex->prepared, &g) : NULL;
+}
+
+void kann_f32_conv2d_packed_amx(const void *args, const kann_exec *ex) {
+    const kann_conv2d_packed_args *a = args;
+    const kann_amx_entry *ent = entry_of(KANN_KERNEL_F32_CONV2D_PACKED, args, ex);
+    if (!ent) {
+        kann_f32_conv2d_packed_12x32_avx512(args, ex);
+        return;
+    }
+    if (a->tile.begin >= a->tile.end) return;
+    size_t hw = (size_t)a->h_out * a->w_out;
+    int channels = a->tile.axis == 0;
+    epilogue e;
+    epilogue_init(&e, ex, a->bias, a->residual, kann_mref(ex, a->y), hw, &a->act, 0);
+    run_tiles(ent, ex->prepared, kann_cref(ex, a->x), hw, channels ? a->tile.begin : 0,
+              channels ? a->tile.end : a->c_out, channels ? 0 : a->tile.begin,
+              channels ? hw : a->tile.end, &e);
+}
+
+void kann_f32_pointwise_lanes_amx(const void *args, const kann_exec *ex) {
+    const kann_pointwise_lanes_args *a = args;
+    const kann_amx_entry *ent = entry_of(KANN_KERNEL_F32_POINTWISE_LANES, args, ex);
+    if (!ent) {
+        kann_f32_pointwise_lanes_avx512(args, ex);
+        return;
+    }
+    if (a->tile.begin >= a->tile.end) return;
+    size_t m0, m1, p0, p1;
+    kann_pointwise_lanes_tile(a, &m0, &m1, &p0, &p1);
+    epilogue e;
+    epilogue_init(&e, ex, a->bias, a->residual, kann_mref(ex, a->y), a->hw, &a->act, 0);
+    run_tiles(ent, ex->prepared, kann_cref(ex, a->x), a->hw, m0, m1, p0, p1, &e);
+}
+
+void kann_f32_pointwise_gap_amx(const void *args, const kann_exec *ex) {
+    const kann_pointwise_gap_args *a = args;
+    const kann_amx_entry *ent = entry_of(KANN_KERNEL_F32_POINTWISE_GAP, args, ex);
+    if (!ent) {
+        kann_f32_pointwise_gap_avx512(args, ex);
+        return;
+    }
+    if (a->tile.begin >= a->tile.end) return;
+    float *y = kann_mref(ex, a->y);
+    for (size_t m = a->tile.begin; m < a->tile.end; m++)
+        y[m] = 0.0f;
+    epilogue e;
+    epilogue_init(&e, ex, a->bias, no_ref, y, a->hw, &a->act, 1);
+    run_tiles(ent, ex->prepared, kann_cref(ex, a->x), a->hw, a->tile.begin, a->tile.end, 0, a->hw,
+              &e);
+    float inv = 1.0f / (float)a->hw;
+    for (size_t m = a->tile.begin; m < a->tile.end; m++)
+        y[m] *= inv;
+}

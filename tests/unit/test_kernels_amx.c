@@ -1,0 +1,468 @@
+/* The AMX kernels of the 1x1 convs (kernels/x86/kann_amx.h: conv2d_packed's pointwise path,
+ * pointwise_lanes, pointwise_gap as bf16x3 tile products) against the references on random
+ * shapes with ragged channel and pixel counts, every epilogue: each output within a bound on
+ * bf16x3's error, parts along either axis the whole record's bits, the AVX-512 variant's bits
+ * where the weights are not prepared or the record is not the tiles'; the split of the
+ * weights into bf16 pairs; and the model API that switches a model to AMX (prepared sizes,
+ * short and misaligned buffers, the kernels reading the prepared pairs). Skipped where the CPU
+ * or the OS has no AMX. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kann_host.h"
+#include "kann_kernels.h"
+#include "runtime_models.h"
+#include "test_rng.h"
+#ifdef KANN_HAVE_AMX
+#include "kann_amx.h"
+#include "kann_x86.h"
+#endif
+
+#ifdef KANN_HAVE_AMX
+
+static int amx_runs(void) {
+    if (!kann_x86_supports(KANN_X86_AMX) || !kann_host_amx_permit()) {
+        print_message("no AMX on this CPU or OS: skipped\n");
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- one buffer for the arena and the constants ----------------------------------------- */
+
+static float *mem;
+static size_t mem_used, mem_cap; /* floats */
+
+static void mem_reset(size_t cap) {
+    free(mem);
+    mem = aligned_alloc(64, (cap * sizeof(float) + 63) / 64 * 64);
+    assert_non_null(mem);
+    mem_used = 0;
+    mem_cap = cap;
+}
+
+static kann_ref mem_ref(uint32_t space, size_t n) {
+    size_t at = (mem_used + 15) / 16 * 16;
+    assert_true(at + n <= mem_cap);
+    mem_used = at + n;
+    for (size_t i = 0; i < n; i++)
+        mem[at + i] = rng_float(-1.0f, 1.0f);
+    return (kann_ref){space, 0, at * sizeof(float)};
+}
+
+static float *at(kann_ref r) {
+    return mem + r.offset / sizeof(float);
+}
+
+static const kann_ref none = {KANN_SPACE_NONE, 0, 0};
+
+/* ---- one case: a 1x1 conv of m output and k input channels over hw pixels ----------------- */
+
+typedef struct pw_case {
+    uint32_t kernel, m, k, hw;
+    int bias, residual;
+    kann_act act;
+} pw_case;
+
+typedef union pw_args {
+    kann_tile tile;
+    kann_conv2d_packed_args packed;
+    kann_pointwise_lanes_args lanes;
+    kann_pointwise_gap_args gap;
+} pw_args;
+
+static kann_act random_act(void) {
+    static const uint32_t kinds[] = {KANN_ACT_NONE,       KANN_ACT_RELU,    KANN_ACT_CLIP,
+                                     KANN_ACT_LEAKY_RELU, KANN_ACT_SIGMOID, KANN_ACT_HARD_SWISH,
+                                     KANN_ACT_SILU,       KANN_ACT_GELU,    KANN_ACT_SOFTPLUS};
+    kann_act a = {kinds[rng_range(0, sizeof kinds / sizeof kinds[0] - 1)], 0, 0, 0};
+    if (a.kind == KANN_ACT_CLIP) a.alpha = -0.4f, a.beta = 0.7f;
+    if (a.kind == KANN_ACT_LEAKY_RELU) a.alpha = 0.1f;
+    return a;
+}
+
+/* The case's weights W [m][k] packed as its kernel reads them, in the constants. */
+static kann_ref pack_weights(const pw_case *c, const float *W) {
+    uint32_t panel = c->kernel == KANN_KERNEL_F32_CONV2D_PACKED ? KANN_CONV_PANEL : KANN_GAP_BLOCK;
+    size_t panels = (c->m + panel - 1) / panel;
+    kann_ref w = mem_ref(KANN_SPACE_CONST, panels * panel * c->k);
+    float *p = at(w);
+    memset(p, 0, panels * panel * c->k * sizeof(float));
+    for (size_t m = 0; m < c->m; m++)
+        for (size_t k = 0; k < c->k; k++)
+            p[(m / panel) * c->k * panel + k * panel + m % panel] = W[m * c->k + k];
+    return w;
+}
+
+static pw_args make_args(const pw_case *c, kann_ref x, kann_ref w, kann_ref bias, kann_ref res,
+                         kann_ref y, uint32_t axis) {
+    pw_args a;
+    memset(&a, 0, sizeof a);
+    uint32_t extent = axis == 0 ? c->m : c->hw;
+    a.tile.axis = axis;
+    a.tile.end = extent;
+    if (c->kernel == KANN_KERNEL_F32_CONV2D_PACKED) {
+        kann_conv2d_packed_args *p = &a.packed;
+        p->x = x, p->w = w, p->bias = bias, p->residual = res, p->y = y, p->scratch = none;
+        p->c_in = c->k, p->c_out = c->m;
+        p->h_in = p->h_out = 1, p->w_in = p->w_out = c->hw;
+        p->k_h = p->k_w = p->stride_h = p->stride_w = p->dil_h = p->dil_w = 1;
+        p->act = c->act;
+    } else if (c->kernel == KANN_KERNEL_F32_POINTWISE_LANES) {
+        kann_pointwise_lanes_args *p = &a.lanes;
+        p->x = x, p->w = w, p->bias = bias, p->residual = res, p->y = y;
+        p->c_in = c->k, p->c_out = c->m, p->hw = c->hw, p->act = c->act;
+    } else {
+        kann_pointwise_gap_args *p = &a.gap;
+        p->x = x, p->w = w, p->bias = bias, p->y = y;
+        p->c_in = c->k, p->c_out = c->m, p->hw = c->hw, p->act = c->act;
+    }
+    return a;
+}
+
+static kann_kernel_fn amx_kernel(uint32_t kernel) {
+    return kernel == KANN_KERNEL_F32_CONV2D_PACKED     ? kann_f32_conv2d_packed_amx
+           : kernel == KANN_KERNEL_F32_POINTWISE_LANES ? kann_f32_pointwise_lanes_amx
+                                                       : kann_f32_pointwise_gap_amx;
+}
+
+static kann_kernel_fn avx512_kernel(uint32_t kernel) {
+    return kernel == KANN_KERNEL_F32_CONV2D_PACKED     ? kann_f32_conv2d_packed_12x32_avx512
+           : kernel == KANN_KERNEL_F32_POINTWISE_LANES ? kann_f32_pointwise_lanes_avx512
+                                                       : kann_f32_pointwise_gap_avx512;
+}
+
+/* A prepared table of one tensor, g's, with its pairs (free() it). */
+static void *prepare_one(const kann_amx_gemm *g) {
+    size_t head = (sizeof(kann_amx_table) + sizeof(kann_amx_entry) + 63) / 64 * 64;
+    size_t bytes = head + (size_t)kann_amx_gemm_bytes(g);
+    kann_amx_table *t = aligned_alloc(64, bytes);
+    assert_non_null(t);
+    memset(t, 0, head);
+    t->count = 1;
+    t->e[0] = (kann_amx_entry){g->w_offset, head, g->m, g->k, g->panel, 0};
+    kann_amx_pack(g, (const uint8_t *)mem, (uint8_t *)t + head);
+    return t;
+}
+
+/* Runs c: the reference, the AMX kernel whole and in parts along `axis`, the fallbacks. */
+static void run_case(const pw_case *c, uint32_t axis) {
+    int gap = c->kernel == KANN_KERNEL_F32_POINTWISE_GAP;
+    size_t out = gap ? c->m : (size_t)c->m * c->hw;
+    mem_reset((size_t)c->m * c->k * 3 + (size_t)c->k * c->hw + 6 * out + 64 * 16);
+    float *W = malloc((size_t)c->m * c->k * sizeof(float));
+    assert_non_null(W);
+    for (size_t i = 0; i < (size_t)c->m * c->k; i++)
+        W[i] = rng_float(-1.0f, 1.0f) * 0.5f;
+    kann_ref w = pack_weights(c, W);
+    kann_ref x = mem_ref(KANN_SPACE_ARENA, (size_t)c->k * c->hw);
+    kann_ref bias = c->bias ? mem_ref(KANN_SPACE_CONST, c->m) : none;
+    kann_ref res = c->residual && !gap ? mem_ref(KANN_SPACE_ARENA, out) : none;
+    kann_ref y_ref = mem_ref(KANN_SPACE_ARENA, out), y_amx = mem_ref(KANN_SPACE_ARENA, out);
+    kann_ref y_part = mem_ref(KANN_SPACE_ARENA, out), y_avx = mem_ref(KANN_SPACE_ARENA, out);
+    kann_exec ex = {(uint8_t *)mem, (const uint8_t *)mem, NULL, NULL, NULL};
+
+    pw_args a = make_args(c, x, w, bias, res, y_ref, axis);
+    kann_kernels[c->kernel].ref(&a, &ex);
+    kann_amx_gemm g;
+    int tiles = kann_amx_gemm_of(c->kernel, &a, &g);
+    assert_int_equal(tiles, c->m >= 64 && c->k >= 32 && c->k <= KANN_AMX_MAX_K);
+    void *prepared = tiles ? prepare_one(&g) : NULL;
+    ex.prepared = prepared;
+    a = make_args(c, x, w, bias, res, y_amx, axis);
+    amx_kernel(c->kernel)(&a, &ex);
+    a = make_args(c, x, w, bias, res, y_avx, axis);
+    ex.prepared = NULL;
+    avx512_kernel(c->kernel)(&a, &ex);
+    ex.prepared = prepared;
+
+    /* bf16x3 drops lo * lo and what lo leaves of each factor, 3 * 2^-18 of each product at
+     * most, and sums in float: the bound is on the sum of the products' sizes */
+    const float *X = at(x), *B = c->bias ? at(bias) : NULL,
+                *R = c->residual && !gap ? at(res) : NULL;
+    for (size_t m = 0; m < c->m; m++) {
+        double gap_bound = 0.0;
+        for (size_t p = 0; p < c->hw; p++) {
+            double s = 0.0;
+            for (size_t k = 0; k < c->k; k++)
+                s += fabs((double)W[m * c->k + k] * X[k * c->hw + p]);
+            s += (B ? fabs(B[m]) : 0.0) + (R ? fabs(R[m * c->hw + p]) : 0.0);
+            double bound = 4e-5 * s + 1e-6;
+            if (gap) {
+                gap_bound += bound / c->hw;
+                continue;
+            }
+            double e = fabs((double)at(y_amx)[m * c->hw + p] - at(y_ref)[m * c->hw + p]);
+            if (!(e <= bound))
+                fail_msg("%s m %u k %u hw %u act %u: y[%zu][%zu] %g, reference %g (bound %g)",
+                         kann_kernels[c->kernel].name, c->m, c->k, c->hw, c->act.kind, m, p,
+                         at(y_amx)[m * c->hw + p], at(y_ref)[m * c->hw + p], bound);
+        }
+        if (gap && !(fabs((double)at(y_amx)[m] - at(y_ref)[m]) <= gap_bound))
+            fail_msg("pointwise_gap m %u k %u hw %u: y[%zu] %g, reference %g", c->m, c->k, c->hw, m,
+                     at(y_amx)[m], at(y_ref)[m]);
+    }
+    if (!tiles) /* the AVX-512 variant ran */
+        assert_memory_equal(at(y_amx), at(y_avx), out * sizeof(float));
+
+    /* parts: up to three, cut at the axis' granule */
+    uint32_t extent = axis == 0 ? c->m : c->hw;
+    uint32_t granule =
+        axis == 0 ? (c->kernel == KANN_KERNEL_F32_CONV2D_PACKED ? KANN_CONV_PANEL : KANN_GAP_BLOCK)
+                  : (c->kernel == KANN_KERNEL_F32_CONV2D_PACKED ? KANN_CONV_PIXEL_GRANULE
+                                                                : KANN_LANES_PIXEL_GRANULE);
+    uint32_t cuts[4] = {0, 0, 0, extent};
+    uint32_t n_grains = (extent + granule - 1) / granule;
+    cuts[1] = granule * rng_range(0, n_grains);
+    cuts[2] = granule * rng_range(0, n_grains);
+    if (cuts[1] > cuts[2]) cuts[1] ^= cuts[2], cuts[2] ^= cuts[1], cuts[1] ^= cuts[2];
+    for (int i = 1; i < 3; i++)
+        if (cuts[i] > extent) cuts[i] = extent;
+    memset(at(y_part), 0, out * sizeof(float));
+    for (int i = 0; i < 3; i++) {
+        a = make_args(c, x, w, bias, res, y_part, axis);
+        a.tile.begin = cuts[i];
+        a.tile.end = cuts[i + 1];
+        amx_kernel(c->kernel)(&a, &ex);
+    }
+    assert_memory_equal(at(y_part), at(y_amx), out * sizeof(float));
+
+    /* a table without these weights: the AVX-512 variant */
+    if (tiles) {
+        kann_amx_table *t = prepared;
+        t->e[0].w_offset += 64;
+        a = make_args(c, x, w, bias, res, y_part, axis);
+        amx_kernel(c->kernel)(&a, &ex);
+        assert_memory_equal(at(y_part), at(y_avx), out * sizeof(float));
+    }
+    free(prepared);
+    free(W);
+}
+
+static pw_case random_case(uint32_t kernel, uint32_t m_max, uint32_t k_max, uint32_t hw_max) {
+    pw_case c;
+    c.kernel = kernel;
+    c.m = rng_range(kernel == KANN_KERNEL_F32_POINTWISE_GAP ? 1 : 8, m_max);
+    c.k = rng_range(1, k_max);
+    c.hw = rng_range(1, hw_max);
+    c.bias = (int)rng_range(0, 1);
+    c.residual = (int)rng_range(0, 1);
+    c.act = random_act();
+    return c;
+}
+
+static void test_amx_random(void **state) {
+    (void)state;
+    if (!amx_runs()) return;
+    rng_state = 7;
+    static const uint32_t kernels[] = {KANN_KERNEL_F32_CONV2D_PACKED,
+                                       KANN_KERNEL_F32_POINTWISE_LANES,
+                                       KANN_KERNEL_F32_POINTWISE_GAP};
+    for (int i = 0; i < 60; i++) {
+        uint32_t kernel = kernels[i % 3];
+        pw_case c = random_case(kernel, 200, 300, 260);
+        run_case(&c, kernel == KANN_KERNEL_F32_POINTWISE_GAP ? 0 : (uint32_t)rng_range(0, 1));
+    }
+}
+
+/* Shapes of the shared models and past the stack buffer's strip: 1000 x 512 over 13x13
+ * (squeezenet1_1's head), 1280 x 320 over 7x7, 64 x 1024 (the widest input the tiles take, one
+ * 32-pixel strip at a time), 96 x 1025 (too wide: the AVX-512 variant), 72 x 40 over 3136. */
+static void test_amx_model_shapes(void **state) {
+    (void)state;
+    if (!amx_runs()) return;
+    rng_state = 11;
+    static const pw_case cases[] = {
+        {KANN_KERNEL_F32_POINTWISE_GAP, 1000, 512, 169, 1, 0, {KANN_ACT_RELU, 0, 0, 0}},
+        {KANN_KERNEL_F32_POINTWISE_GAP, 1280, 320, 49, 1, 0, {KANN_ACT_CLIP, 0, 6, 0}},
+        {KANN_KERNEL_F32_POINTWISE_LANES, 64, 1024, 75, 1, 1, {KANN_ACT_NONE, 0, 0, 0}},
+        {KANN_KERNEL_F32_CONV2D_PACKED, 96, 1025, 40, 0, 1, {KANN_ACT_RELU, 0, 0, 0}},
+        {KANN_KERNEL_F32_CONV2D_PACKED, 72, 40, 3136, 1, 1, {KANN_ACT_CLIP, 0, 6, 0}},
+        {KANN_KERNEL_F32_POINTWISE_LANES, 160, 960, 49, 1, 0, {KANN_ACT_NONE, 0, 0, 0}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&cases[i],
+                 cases[i].kernel == KANN_KERNEL_F32_POINTWISE_GAP ? 0 : (uint32_t)(i % 2));
+}
+
+/* hi + lo holds a weight to 2^-16 of it; infinities and NaNs are hi alone; a finite weight that
+ * rounds past the largest bf16 keeps its truncation. */
+static void test_amx_split(void **state) {
+    (void)state;
+    if (!amx_runs()) return; /* kann_amx_pack is compiled for the AMX CPUs */
+    enum { M = 64, K = 40 };
+    mem_reset(M * K + 64);
+    kann_ref w = mem_ref(KANN_SPACE_CONST, M * K);
+    float *W = at(w);
+    W[0] = 3.4028235e38f;
+    W[1] = -INFINITY;
+    W[2] = NAN;
+    W[3] = 1e-40f;
+    W[4] = -0.0f;
+    W[5] = 1.0f + 0x1p-8f + 0x1p-20f;
+    kann_amx_gemm g = {w.offset, M, K, KANN_GAP_BLOCK};
+    uint16_t *pairs = aligned_alloc(64, (size_t)kann_amx_gemm_bytes(&g));
+    assert_non_null(pairs);
+    kann_amx_pack(&g, (const uint8_t *)mem, pairs);
+    size_t kp = 64, lo_at = (size_t)(M + 32) * kp;
+    for (size_t m = 0; m < M + 32; m++)
+        for (size_t k = 0; k < kp; k++) {
+            uint32_t hb = (uint32_t)pairs[m * kp + k] << 16,
+                     lb = (uint32_t)pairs[lo_at + m * kp + k] << 16;
+            float hi, lo;
+            memcpy(&hi, &hb, 4);
+            memcpy(&lo, &lb, 4);
+            if (m >= M || k >= K) {
+                assert_true(hb == 0 && lb == 0);
+                continue;
+            }
+            float v = W[(m / 32) * K * 32 + k * 32 + m % 32];
+            if (isnan(v)) {
+                assert_true(isnan(hi));
+            } else if (isinf(v)) {
+                assert_true(hi == v && lo == 0.0f);
+            } else {
+                assert_true(isfinite(hi) && isfinite(lo));
+                /* below the normal range only as close as the bf16 denormals' spacing */
+                if (!(fabs((double)hi + lo - v) <= fabs(v) * 0x1p-16 + 0x1p-133))
+                    fail_msg("weight %g split into %g + %g", v, hi, lo);
+            }
+        }
+    free(pairs);
+}
+
+/* ---- the model API ------------------------------------------------------------------------ */
+
+static void run_model(kann_model *m, const float *x, float *y) {
+    void *arena = kann_host_arena_alloc((size_t)kann_model_arena_size(m));
+    kann_session s;
+    kann_error e;
+    assert_int_equal(kann_session_init(&s, m, arena, (size_t)kann_model_arena_size(m), &e),
+                     KANN_OK);
+    kann_tensor in, out;
+    assert_int_equal(kann_session_input(&s, 0, &in), KANN_OK);
+    memcpy(in.data, x, in.size);
+    assert_int_equal(kann_session_run(&s, &e), KANN_OK);
+    assert_int_equal(kann_session_output(&s, 0, &out), KANN_OK);
+    memcpy(y, out.data, out.size);
+    kann_host_arena_free(arena);
+}
+
+static void test_amx_model_api(void **state) {
+    (void)state;
+    size_t size;
+    void *bin = rt_model_pointwise(&size);
+    assert_non_null(bin);
+    kann_model m;
+    kann_error e;
+    assert_int_equal(kann_model_open(&m, bin, size, &e), KANN_OK);
+    assert_true(kann_isa_best() != KANN_ISA_AMX);
+    assert_int_equal(kann_model_prepared_size(&m, KANN_ISA_AVX512), 0);
+    uint64_t need = kann_model_prepared_size(&m, KANN_ISA_AMX);
+    if (!kann_isa_supported(KANN_ISA_AMX)) { /* nothing to prepare, no switching to it */
+        assert_int_equal(need, 0);
+        assert_int_equal(kann_model_set_isa(&m, KANN_ISA_AMX, &e), KANN_E_UNSUPPORTED);
+        free(bin);
+        return;
+    }
+    /* one tensor of 96 x 80: hi and lo, (96 + 32) rows of 96 */
+    assert_int_equal(need, 64 + 64 + 2 * 128 * 96 * 2);
+    if (!amx_runs()) {
+        free(bin);
+        return;
+    }
+    enum { N_IN = RT_PW_C_IN * RT_PW_HW, N_OUT = RT_PW_C_OUT * RT_PW_HW };
+    static float x[N_IN], want[N_OUT], got[N_OUT];
+    rng_state = 3;
+    for (size_t i = 0; i < N_IN; i++)
+        x[i] = rng_float(-1.0f, 1.0f);
+    assert_int_equal(kann_model_set_isa(&m, KANN_ISA_AVX512, &e), KANN_OK);
+    run_model(&m, x, want);
+
+    uint8_t *buf = aligned_alloc(64, (size_t)need + 64);
+    assert_non_null(buf);
+    assert_int_equal(kann_model_set_isa(&m, KANN_ISA_AMX, &e), KANN_E_ARGUMENT);
+    assert_int_equal(kann_model_set_isa_prepared(&m, KANN_ISA_AMX, buf, (size_t)need - 1, &e),
+                     KANN_E_ARGUMENT);
+    assert_int_equal(kann_model_set_isa_prepared(&m, KANN_ISA_AMX, buf + 8, (size_t)need, &e),
+                     KANN_E_ARGUMENT);
+    assert_int_equal(kann_model_isa(&m), KANN_ISA_AVX512); /* unchanged */
+    assert_int_equal(kann_model_set_isa_prepared(&m, KANN_ISA_AMX, buf, (size_t)need, &e), KANN_OK);
+    assert_int_equal(kann_model_isa(&m), KANN_ISA_AMX);
+    run_model(&m, x, got);
+    float top = 0.0f, err = 0.0f;
+    for (size_t i = 0; i < N_OUT; i++) {
+        top = fmaxf(top, fabsf(want[i]));
+        err = fmaxf(err, fabsf(got[i] - want[i]));
+    }
+    assert_true(top > 0.0f && err <= 1e-5f * top);
+    /* the kernels read the pairs: without them the sums are the bias alone */
+    memset(buf + 128, 0, (size_t)need - 128);
+    run_model(&m, x, got);
+    for (size_t i = 0; i < N_OUT; i++) {
+        float b = 0.125f * (float)((i / RT_PW_HW) % 9) - 0.5f;
+        assert_true(got[i] == (b > 0.0f ? b : 0.0f));
+    }
+    /* the host's choice: AMX, with a buffer of its own */
+    void *prepared = NULL;
+    assert_int_equal(kann_host_model_set_isa(&m, NULL, &prepared, &e), KANN_OK);
+    assert_int_equal(kann_model_isa(&m), KANN_ISA_AMX);
+    assert_non_null(prepared);
+    run_model(&m, x, got);
+    for (size_t i = 0; i < N_OUT; i++)
+        assert_true(fabsf(got[i] - want[i]) <= 1e-5f * top);
+    kann_host_arena_free(prepared);
+    assert_int_equal(kann_host_model_set_isa(&m, "avx512", &prepared, &e), KANN_OK);
+    assert_null(prepared);
+    assert_int_equal(kann_host_model_set_isa(&m, "sse9", &prepared, &e), KANN_E_ARGUMENT);
+    free(buf);
+    free(bin);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    free(mem);
+    mem = NULL;
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_amx_random),
+        cmocka_unit_test(test_amx_model_shapes),
+        cmocka_unit_test(test_amx_split),
+        cmocka_unit_test(test_amx_model_api),
+    };
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}
+
+#else
+
+/* Without the AMX kernels in the build, the level is never supported and needs nothing. */
+static void test_amx_absent(void **state) {
+    (void)state;
+    assert_false(kann_isa_supported(KANN_ISA_AMX));
+    size_t size;
+    void *bin = rt_model_pointwise(&size);
+    kann_model m;
+    kann_error e;
+    assert_int_equal(kann_model_open(&m, bin, size, &e), KANN_OK);
+    assert_int_equal(kann_model_prepared_size(&m, KANN_ISA_AMX), 0);
+    assert_int_equal(kann_model_set_isa(&m, KANN_ISA_AMX, &e), KANN_E_UNSUPPORTED);
+    free(bin);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_amx_absent)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#endif
