@@ -186,39 +186,49 @@ static uint16_t *b_tile(uint16_t *b, const strip_b *s, size_t step, size_t block
     return b + ((step * (s->pixels / 32) + block) * 2 + half) * B_TILE;
 }
 
+/* The pairs of channels a and b (16 pixels each) as bf16 hi and lo: pixel j's pair in 32 bits,
+ * a's number in the low half. */
+static inline void split_pair(__m512 a, __m512 b, __m512i *hi, __m512i *lo) {
+    __m256bh ha = _mm512_cvtneps_pbh(a), hb = _mm512_cvtneps_pbh(b);
+    __m256bh la = _mm512_cvtneps_pbh(_mm512_sub_ps(a, _mm512_cvtpbh_ps(ha)));
+    __m256bh lb = _mm512_cvtneps_pbh(_mm512_sub_ps(b, _mm512_cvtpbh_ps(hb)));
+    *hi = _mm512_or_si512(_mm512_cvtepu16_epi32((__m256i)ha),
+                          _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)hb), 16));
+    *lo = _mm512_or_si512(_mm512_cvtepu16_epi32((__m256i)la),
+                          _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)lb), 16));
+}
+
+/* Channel pairs ahead of the one being split whose rows are prefetched: x often comes from the
+ * other core's cache (written there by the other stream), and each of its rows is read in
+ * short runs, hw floats apart, which the hardware's prefetcher does not follow. */
+#define SPLIT_AHEAD 4
+
 /* Splits x's input channels [0, k) of pixels [p, p + n) (row stride hw) into the strip's hi and
- * lo tiles; input channels past k and pixels past n are zero. */
+ * lo tiles, a pair of channel rows at a time along the strip; channels past k and pixels past n
+ * are zero. */
 static void split_input(const float *x, size_t hw, size_t k, size_t p, size_t n, const strip_b *s) {
-    size_t kp = round_k((uint32_t)k);
-    for (size_t step = 0; step < kp / 32; step++)
-        for (size_t block = 0; block < s->pixels / 32; block++)
+    size_t kp = round_k((uint32_t)k), blocks = s->pixels / 32;
+    for (size_t k0 = 0; k0 < kp; k0 += 2) {
+        for (size_t ahead = k0 + 2 * SPLIT_AHEAD; ahead < k0 + 2 * SPLIT_AHEAD + 2; ahead++)
+            if (ahead < k)
+                for (size_t c = 0; c < n; c += 16)
+                    _mm_prefetch((const char *)(x + ahead * hw + p + c), _MM_HINT_T0);
+        size_t step = k0 / 32, r = (k0 % 32) / 2;
+        for (size_t block = 0; block < blocks; block++)
             for (size_t half = 0; half < 2; half++) {
-                uint16_t *hi = b_tile(s->hi, s, step, block, half);
-                uint16_t *lo = b_tile(s->lo, s, step, block, half);
                 size_t first = block * 32 + half * 16;
                 size_t cols = first >= n ? 0 : (n - first < 16 ? n - first : 16);
                 __mmask16 mask = (__mmask16)((1u << cols) - 1);
-                for (size_t r = 0; r < 16; r++) {
-                    size_t k0 = step * 32 + 2 * r;
-                    __m512 a = k0 < k ? _mm512_maskz_loadu_ps(mask, x + k0 * hw + p + first)
+                __m512 a = k0 < k ? _mm512_maskz_loadu_ps(mask, x + k0 * hw + p + first)
+                                  : _mm512_setzero_ps();
+                __m512 b = k0 + 1 < k ? _mm512_maskz_loadu_ps(mask, x + (k0 + 1) * hw + p + first)
                                       : _mm512_setzero_ps();
-                    __m512 b = k0 + 1 < k
-                                   ? _mm512_maskz_loadu_ps(mask, x + (k0 + 1) * hw + p + first)
-                                   : _mm512_setzero_ps();
-                    __m256bh ha = _mm512_cvtneps_pbh(a), hb = _mm512_cvtneps_pbh(b);
-                    __m256bh la = _mm512_cvtneps_pbh(_mm512_sub_ps(a, _mm512_cvtpbh_ps(ha)));
-                    __m256bh lb = _mm512_cvtneps_pbh(_mm512_sub_ps(b, _mm512_cvtpbh_ps(hb)));
-                    /* pixel j's pair: channel k0 in the low half of its 32 bits */
-                    __m512i h =
-                        _mm512_or_si512(_mm512_cvtepu16_epi32((__m256i)ha),
-                                        _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)hb), 16));
-                    __m512i l =
-                        _mm512_or_si512(_mm512_cvtepu16_epi32((__m256i)la),
-                                        _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)lb), 16));
-                    _mm512_store_si512(hi + r * 32, h);
-                    _mm512_store_si512(lo + r * 32, l);
-                }
+                __m512i h, l;
+                split_pair(a, b, &h, &l);
+                _mm512_store_si512(b_tile(s->hi, s, step, block, half) + r * 32, h);
+                _mm512_store_si512(b_tile(s->lo, s, step, block, half) + r * 32, l);
             }
+    }
 }
 
 /* What happens to the sums as they leave the tiles. */

@@ -202,6 +202,17 @@ kann_status kann_model_set_isa_prepared(kann_model *m, kann_isa isa, void *buf, 
     return kann_rt_ok(err);
 }
 
+int kann_cpu_parts_pay(const kann_model *m, uint32_t kernel, const void *args) {
+#ifdef KANN_HAVE_AMX
+    kann_amx_gemm g;
+    if (m->prepared && ((const kann_tile *)args)->axis == 0 && kann_amx_gemm_of(kernel, args, &g))
+        return 0;
+#else
+    (void)m, (void)kernel, (void)args;
+#endif
+    return 1;
+}
+
 kann_status kann_model_set_isa(kann_model *m, kann_isa isa, kann_error *err) {
     return kann_model_set_isa_prepared(m, isa, 0, 0, err);
 }

@@ -4,6 +4,7 @@
 
 #include "kann_format.h"
 #include "kann_kernels.h"
+#include "cpu_dispatch.h"
 #include "kann_private.h"
 
 /* Runs records from *cursor up to and including the next barrier. */
@@ -82,6 +83,7 @@ uint32_t kann_model_record_parts(const kann_model *m, uint32_t r, uint32_t *begi
     if (begin) *begin = t->begin;
     if (end) *end = t->end;
     uint32_t g = kann_kernel_part_granule(rec->kernel, args, &w);
+    if (g && !kann_cpu_parts_pay(m, rec->kernel, args)) g = 0, w = 0.0;
     if (work) *work = w;
     return g;
 }

@@ -386,6 +386,8 @@ static void test_amx_model_api(void **state) {
         x[i] = rng_float(-1.0f, 1.0f);
     assert_int_equal(kann_model_set_isa(&m, KANN_ISA_AVX512, &e), KANN_OK);
     run_model(&m, x, want);
+    /* stream 0's record, output channels [0, 64): cut into parts of 32 on AVX-512 */
+    assert_int_equal(kann_model_record_parts(&m, 0, NULL, NULL, NULL), KANN_GAP_BLOCK);
 
     uint8_t *buf = aligned_alloc(64, (size_t)need + 64);
     assert_non_null(buf);
@@ -397,6 +399,8 @@ static void test_amx_model_api(void **state) {
     assert_int_equal(kann_model_isa(&m), KANN_ISA_AVX512); /* unchanged */
     assert_int_equal(kann_model_set_isa_prepared(&m, KANN_ISA_AMX, buf, (size_t)need, &e), KANN_OK);
     assert_int_equal(kann_model_isa(&m), KANN_ISA_AMX);
+    /* not on AMX: each part would split the whole input again */
+    assert_int_equal(kann_model_record_parts(&m, 0, NULL, NULL, NULL), 0);
     run_model(&m, x, got);
     float top = 0.0f, err = 0.0f;
     for (size_t i = 0; i < N_OUT; i++) {
