@@ -9,6 +9,7 @@
 
 #include "kann.h"
 #include "kann_format.h"
+#include "kann_host.h"
 #include "kann_kernels.h"
 #include "tune.h"
 
@@ -47,7 +48,7 @@ int *kc_tune_record_nodes(const kc_program *p, const kc_schedule *s, int *n_reco
 
 /* One candidate, opened to run: its bytes copied to an aligned buffer, an arena, inputs filled. */
 typedef struct tune_run {
-    void *bytes, *arena;
+    void *bytes, *arena, *prepared;
     kann_model m;
     kann_session s;
     kann_exec ex;
@@ -84,15 +85,12 @@ static int open_run(const kc_tune_candidate *c, int n_nodes, tune_run *t, kc_dia
         kc_error(d, "--tune: a candidate model does not open: %s", err.message);
         return 1;
     }
-    /* the kernels kann-run would run: $KANN_ISA's, else the best this CPU runs */
+    /* the kernels kann-run would run: $KANN_ISA's, else the best this CPU (and OS) runs */
     const char *isa = getenv("KANN_ISA");
-    if (isa && *isa) {
-        int level = kann_isa_from_name(isa);
-        if (level < 0 || kann_model_set_isa(&t->m, (kann_isa)level, &err) != KANN_OK) {
-            kc_error(d, "--tune: KANN_ISA=%s is not an ISA this CPU runs (generic, avx2, avx512)",
-                     isa);
-            return 1;
-        }
+    if (kann_host_model_set_isa(&t->m, isa, &t->prepared, &err) != KANN_OK) {
+        kc_error(d, "--tune: KANN_ISA=%s is not an ISA this CPU runs: %s", isa ? isa : "",
+                 err.message);
+        return 1;
     }
     if (kann_model_n_records(&t->m) != (uint32_t)c->n_records) {
         kc_error(d, "--tune: internal error: a candidate's records do not match its schedule");
@@ -112,6 +110,7 @@ static int open_run(const kc_tune_candidate *c, int n_nodes, tune_run *t, kc_dia
     uint64_t consts_size;
     t->ex.arena = t->arena;
     t->ex.consts = kann_model_consts(&t->m, &consts_size);
+    t->ex.prepared = t->m.prepared;
     t->node_of_record = c->node_of_record;
     t->stream_ms = calloc((size_t)kann_model_n_streams(&t->m) * (size_t)n_nodes, sizeof(double));
     if (!t->stream_ms) abort();
@@ -120,6 +119,7 @@ static int open_run(const kc_tune_candidate *c, int n_nodes, tune_run *t, kc_dia
 }
 
 static void close_run(tune_run *t) {
+    kann_host_arena_free(t->prepared);
     free(t->bytes);
     free(t->arena);
     free(t->stream_ms);
