@@ -7,7 +7,8 @@
  * prepared weights' rows (A) go through the tiles against each 32 pixels of the strip: four
  * accumulator tiles of 16 channels by 16 pixels, and per 32 input channels
  *   C += A_hi B_hi, C += A_hi B_lo, C += A_lo B_hi.
- * The strip is as wide as the stack buffer holds (at least 32 pixels), so that a block of A,
+ * The strip is as wide as the stack buffer holds (32 pixels at least, 16 past 1024 input
+ * channels), so that a block of A,
  * fetched once from L3 or memory, serves all its pixels from L2. Each sum is the same whatever
  * the tile: parts of a record along either axis compute their outputs as the whole record does. */
 #define KANN_VEC_BITS 512
@@ -161,7 +162,8 @@ static inline void load_a(const uint16_t *a, size_t kp, int two_m) {
     if (two_m) _tile_loadd(5, a + 16 * kp, kp * sizeof(uint16_t));
 }
 
-/* Pixels 0-15 (and 16-31) of B, tiles of B_TILE numbers from b on. */
+/* Pixels 0-15 (and 16-31) of B, tiles of B_TILE numbers from b on (the second only where the
+ * strip has it). */
 static inline void load_b(const uint16_t *b, int two_n) {
     _tile_loadd(6, b, 64);
     if (two_n) _tile_loadd(7, b + B_TILE, 64);
@@ -175,15 +177,17 @@ static inline void dot_2x2(int two_m, int two_n) {
     if (two_m && two_n) _tile_dpbf16ps(3, 5, 7);
 }
 
-/* One strip of B: per 32 input channels, two tiles (pixels 0-15 and 16-31) of 16 rows, row r
- * holding input channels 2r and 2r + 1 of each pixel side by side; hi then lo. */
+/* One strip of B: per 32 input channels, a tile for each 16 pixels of the strip (16 rows, row r
+ * holding input channels 2r and 2r + 1 of each pixel side by side); hi then lo. */
 typedef struct strip_b {
     uint16_t *hi, *lo;
-    size_t pixels; /* in the strip, a multiple of 32 */
+    size_t pixels; /* in the strip, a multiple of 16 */
 } strip_b;
 
-static uint16_t *b_tile(uint16_t *b, const strip_b *s, size_t step, size_t block, size_t half) {
-    return b + ((step * (s->pixels / 32) + block) * 2 + half) * B_TILE;
+/* The tile of pixels [16 h, 16 h + 16) of the strip at input-channel step `step`; the one of the
+ * next 16 pixels follows it. */
+static uint16_t *b_tile(uint16_t *b, const strip_b *s, size_t step, size_t h) {
+    return b + (step * (s->pixels / 16) + h) * B_TILE;
 }
 
 /* The pairs of channels a and b (16 pixels each) as bf16 hi and lo: pixel j's pair in 32 bits,
@@ -207,27 +211,25 @@ static inline void split_pair(__m512 a, __m512 b, __m512i *hi, __m512i *lo) {
  * lo tiles, a pair of channel rows at a time along the strip; channels past k and pixels past n
  * are zero. */
 static void split_input(const float *x, size_t hw, size_t k, size_t p, size_t n, const strip_b *s) {
-    size_t kp = round_k((uint32_t)k), blocks = s->pixels / 32;
+    size_t kp = round_k((uint32_t)k);
     for (size_t k0 = 0; k0 < kp; k0 += 2) {
         for (size_t ahead = k0 + 2 * SPLIT_AHEAD; ahead < k0 + 2 * SPLIT_AHEAD + 2; ahead++)
             if (ahead < k)
                 for (size_t c = 0; c < n; c += 16)
                     _mm_prefetch((const char *)(x + ahead * hw + p + c), _MM_HINT_T0);
         size_t step = k0 / 32, r = (k0 % 32) / 2;
-        for (size_t block = 0; block < blocks; block++)
-            for (size_t half = 0; half < 2; half++) {
-                size_t first = block * 32 + half * 16;
-                size_t cols = first >= n ? 0 : (n - first < 16 ? n - first : 16);
-                __mmask16 mask = (__mmask16)((1u << cols) - 1);
-                __m512 a = k0 < k ? _mm512_maskz_loadu_ps(mask, x + k0 * hw + p + first)
+        for (size_t h = 0; h < s->pixels / 16; h++) {
+            size_t first = h * 16, cols = first >= n ? 0 : (n - first < 16 ? n - first : 16);
+            __mmask16 mask = (__mmask16)((1u << cols) - 1);
+            __m512 a =
+                k0 < k ? _mm512_maskz_loadu_ps(mask, x + k0 * hw + p + first) : _mm512_setzero_ps();
+            __m512 b = k0 + 1 < k ? _mm512_maskz_loadu_ps(mask, x + (k0 + 1) * hw + p + first)
                                   : _mm512_setzero_ps();
-                __m512 b = k0 + 1 < k ? _mm512_maskz_loadu_ps(mask, x + (k0 + 1) * hw + p + first)
-                                      : _mm512_setzero_ps();
-                __m512i h, l;
-                split_pair(a, b, &h, &l);
-                _mm512_store_si512(b_tile(s->hi, s, step, block, half) + r * 32, h);
-                _mm512_store_si512(b_tile(s->lo, s, step, block, half) + r * 32, l);
-            }
+            __m512i hi, lo;
+            split_pair(a, b, &hi, &lo);
+            _mm512_store_si512(b_tile(s->hi, s, step, h) + r * 32, hi);
+            _mm512_store_si512(b_tile(s->lo, s, step, h) + r * 32, lo);
+        }
     }
 }
 
@@ -280,28 +282,30 @@ static void run_tiles(const kann_amx_entry *ent, const void *prepared, const flo
     size_t kp = round_k(ent->k), rows = (size_t)ent->m + 32;
     const uint16_t *a_hi = (const uint16_t *)((const uint8_t *)prepared + ent->data);
     const uint16_t *a_lo = a_hi + rows * kp;
-    /* B of as many 32-pixel blocks as fill KANN_AMX_STACK bytes (hi and lo: 4 bytes each) */
+    /* B of as many pixels as fill KANN_AMX_STACK bytes (hi and lo: 4 bytes each): whole
+     * 32-pixel blocks, or 16 pixels past 1024 input channels */
     _Alignas(64) uint16_t b_hi[KANN_AMX_STACK / 4], b_lo[KANN_AMX_STACK / 4];
     _Alignas(64) float c[32][32];
-    size_t wide = KANN_AMX_STACK / (kp * 4 * 32) * 32;
+    size_t wide = KANN_AMX_STACK / (kp * 4 * 16) * 16;
+    if (wide >= 32) wide = wide / 32 * 32;
     tiles_configure();
     for (size_t p = p0; p < p1; p += wide) {
         size_t n = p1 - p < wide ? p1 - p : wide;
-        strip_b s = {b_hi, b_lo, (n + 31) / 32 * 32};
+        strip_b s = {b_hi, b_lo, (n + 15) / 16 * 16};
         split_input(x, hw, ent->k, p, n, &s);
         for (size_t m = m0; m < m1; m += 32) {
             int two_m = m1 - m > 16;
             const uint16_t *ah = a_hi + m * kp, *al = a_lo + m * kp;
-            for (size_t block = 0; block < s.pixels / 32; block++) {
-                size_t q = block * 32, cols = n - q < 32 ? n - q : 32;
+            for (size_t q = 0; q < n; q += 32) {
+                size_t cols = n - q < 32 ? n - q : 32;
                 int two_n = cols > 16;
                 _tile_zero(0);
                 _tile_zero(1);
                 _tile_zero(2);
                 _tile_zero(3);
                 for (size_t step = 0; step < kp / 32; step++) {
-                    const uint16_t *bh = b_tile(b_hi, &s, step, block, 0);
-                    const uint16_t *bl = b_tile(b_lo, &s, step, block, 0);
+                    const uint16_t *bh = b_tile(b_hi, &s, step, q / 16);
+                    const uint16_t *bl = b_tile(b_lo, &s, step, q / 16);
                     load_a(ah + step * 32, kp, two_m); /* hi x hi */
                     load_b(bh, two_n);
                     dot_2x2(two_m, two_n);

@@ -21,10 +21,10 @@
 
 #include "kann_kernels.h"
 
-/* The input channels a record may have at most: a strip of 32 pixels of its split input fills
+/* The input channels a record may have at most: a strip of 16 pixels of its split input fills
  * the stack buffer (KANN_AMX_STACK) at this many. */
-#define KANN_AMX_MAX_K 1024
-#define KANN_AMX_STACK (KANN_AMX_MAX_K * 32 * 4)
+#define KANN_AMX_MAX_K 2048
+#define KANN_AMX_STACK (KANN_AMX_MAX_K * 16 * 4)
 
 /* One weight tensor as the AMX kernels read it: W[m][k], m < m, k < k, packed in panels of
  * `panel` output channels (conv2d_packed's KANN_CONV_PANEL, pointwise_gap's and

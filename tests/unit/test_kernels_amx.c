@@ -274,8 +274,9 @@ static void test_amx_random(void **state) {
 }
 
 /* Shapes of the shared models and past the stack buffer's strip: 1000 x 512 over 13x13
- * (squeezenet1_1's head), 1280 x 320 over 7x7, 64 x 1024 (the widest input the tiles take, one
- * 32-pixel strip at a time), 96 x 1025 (too wide: the AVX-512 variant), 72 x 40 over 3136. */
+ * (squeezenet1_1's head), 1280 x 320 over 7x7, 64 x 1024 (32-pixel strips), 192 x 1152 and
+ * 80 x 2048 (16-pixel strips; 2048 the widest input the tiles take), 96 x 2049 (too wide: the
+ * AVX-512 variant), 72 x 40 over 3136. */
 static void test_amx_model_shapes(void **state) {
     (void)state;
     if (!amx_runs()) return;
@@ -284,7 +285,10 @@ static void test_amx_model_shapes(void **state) {
         {KANN_KERNEL_F32_POINTWISE_GAP, 1000, 512, 169, 1, 0, {KANN_ACT_RELU, 0, 0, 0}},
         {KANN_KERNEL_F32_POINTWISE_GAP, 1280, 320, 49, 1, 0, {KANN_ACT_CLIP, 0, 6, 0}},
         {KANN_KERNEL_F32_POINTWISE_LANES, 64, 1024, 75, 1, 1, {KANN_ACT_NONE, 0, 0, 0}},
-        {KANN_KERNEL_F32_CONV2D_PACKED, 96, 1025, 40, 0, 1, {KANN_ACT_RELU, 0, 0, 0}},
+        {KANN_KERNEL_F32_CONV2D_PACKED, 96, 2049, 40, 0, 1, {KANN_ACT_RELU, 0, 0, 0}},
+        {KANN_KERNEL_F32_POINTWISE_LANES, 192, 1152, 49, 1, 1, {KANN_ACT_NONE, 0, 0, 0}},
+        {KANN_KERNEL_F32_CONV2D_PACKED, 80, 2048, 37, 1, 0, {KANN_ACT_RELU, 0, 0, 0}},
+        {KANN_KERNEL_F32_POINTWISE_GAP, 100, 1500, 50, 1, 0, {KANN_ACT_RELU, 0, 0, 0}},
         {KANN_KERNEL_F32_CONV2D_PACKED, 72, 40, 3136, 1, 1, {KANN_ACT_CLIP, 0, 6, 0}},
         {KANN_KERNEL_F32_POINTWISE_LANES, 160, 960, 49, 1, 0, {KANN_ACT_NONE, 0, 0, 0}},
     };
