@@ -51,7 +51,6 @@ typedef struct tune_run {
     void *bytes, *arena, *prepared;
     kann_model m;
     kann_session s;
-    kann_exec ex;
     const int *node_of_record;
     double *stream_ms; /* [stream * n_nodes + node]: this walk's sums */
 } tune_run;
@@ -107,10 +106,6 @@ static int open_run(const kc_tune_candidate *c, int n_nodes, tune_run *t, kc_dia
         kc_error(d, "--tune: %s", err.message);
         return 1;
     }
-    uint64_t consts_size;
-    t->ex.arena = t->arena;
-    t->ex.consts = kann_model_consts(&t->m, &consts_size);
-    t->ex.prepared = t->m.prepared;
     t->node_of_record = c->node_of_record;
     t->stream_ms = calloc((size_t)kann_model_n_streams(&t->m) * (size_t)n_nodes, sizeof(double));
     if (!t->stream_ms) abort();
@@ -144,8 +139,9 @@ static double walk(tune_run *t, int n_nodes, double *round) {
                 const void *args;
                 kann_model_record(&t->m, r, &kernel, &args, &size);
                 if (kernel == KANN_KERNEL_BARRIER) break;
+                const kann_tile *tile = args; /* the whole record, as the walker runs it */
                 double t0 = now_s();
-                kann_model_kernel(&t->m, kernel)(args, &t->ex);
+                kann_session_run_part(&t->s, r, tile->begin, tile->end);
                 int node = t->node_of_record[r];
                 if (node >= 0 && node < n_nodes)
                     t->stream_ms[(size_t)st * n_nodes + node] += (now_s() - t0) * 1e3;

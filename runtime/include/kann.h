@@ -138,7 +138,8 @@ const void *kann_model_args(const kann_model *m, uint64_t *size);
  * rounding. It needs its weights prepared in a buffer of the caller's
  * (kann_model_set_isa_prepared), and on Linux the process's permission to use the tile data
  * (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA: kann_host_amx_permit does it) before it
- * runs. */
+ * runs. Its kernels take about 132 KiB of the running thread's stack (a record's input split
+ * into bf16 pairs). */
 typedef enum kann_isa {
     KANN_ISA_GENERIC = 0, /* the portable C reference kernels */
     KANN_ISA_AVX2 = 1,    /* x86 AVX2 + FMA */
