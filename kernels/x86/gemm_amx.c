@@ -90,8 +90,18 @@ int kann_amx_gemm_of(uint32_t kernel, const void *args, kann_amx_gemm *g) {
     switch (kernel) {
     case KANN_KERNEL_F32_CONV2D_PACKED: {
         const kann_conv2d_packed_args *a = args;
-        if (!kann_conv2d_packed_pointwise(a) || !gemm_fits(a->c_out, a->c_in, a->w)) return 0;
-        *g = (kann_amx_gemm){a->w.offset, a->c_out, a->c_in, KANN_CONV_PANEL};
+        if (kann_conv2d_packed_pointwise(a)) {
+            if (!gemm_fits(a->c_out, a->c_in, a->w)) return 0;
+            *g = (kann_amx_gemm){a->w.offset, a->c_out, a->c_in, KANN_CONV_PANEL};
+            return 1;
+        }
+        /* a gathering conv: its input columns gathered and split in place in its scratch, 32
+         * pixels a strip (K floats a pixel: room for the pairs), K a multiple of 32 */
+        uint64_t K = (uint64_t)a->c_in * a->k_h * a->k_w;
+        if (a->scratch.space == KANN_SPACE_NONE || a->w.space != KANN_SPACE_CONST ||
+            a->c_out < AMX_MIN_M || K % 32 != 0 || K > UINT32_MAX)
+            return 0;
+        *g = (kann_amx_gemm){a->w.offset, a->c_out, (uint32_t)K, KANN_CONV_PANEL};
         return 1;
     }
     case KANN_KERNEL_F32_POINTWISE_LANES: {
@@ -326,6 +336,78 @@ static void run_tiles(const kann_amx_entry *ent, const void *prepared, const flo
     _tile_release();
 }
 
+/* Rows 2i and 2i + 1 of b (32 floats each: a strip's gathered columns) become, in the same 256
+ * bytes, their pairs' hi (pixel j's two numbers side by side) then lo: B tiles read them 256
+ * bytes a row apart, pixels 16-31 64 bytes on, lo 128 bytes on. */
+static void split_strip(float *b, size_t k) {
+    for (size_t i = 0; i < k / 2; i++) {
+        float *r = b + 2 * i * 32;
+        __m512i hi[2], lo[2];
+        for (int h = 0; h < 2; h++)
+            split_pair(_mm512_loadu_ps(r + 16 * h), _mm512_loadu_ps(r + 32 + 16 * h), &hi[h],
+                       &lo[h]);
+        _mm512_storeu_si512(r, hi[0]);
+        _mm512_storeu_si512(r + 16, hi[1]);
+        _mm512_storeu_si512(r + 32, lo[0]);
+        _mm512_storeu_si512(r + 48, lo[1]);
+    }
+}
+
+/* Pixels 0-15 (and 16-31) of a strip split in place, its rows 256 bytes apart. */
+static inline void load_b_strip(const uint8_t *b, int two_n) {
+    _tile_loadd(6, b, 256);
+    if (two_n) _tile_loadd(7, b + 64, 256);
+}
+
+/* Output channels [m0, m1) by pixels [p0, p1) of a gathering conv: 32 pixels at a time their
+ * columns of B (K numbers each) gathered into the strip's place in the scratch (the AVX-512
+ * variant's gather: strip s at s * 32 * K floats), split there into pairs, then every 32 output
+ * channels through the tiles. p0 is a multiple of 32. */
+static void run_gathered(const kann_amx_entry *ent, const void *prepared,
+                         const kann_conv2d_packed_args *a, const kann_exec *ex, size_t m0,
+                         size_t m1, size_t p0, size_t p1, const epilogue *e) {
+    size_t K = ent->k, rows = (size_t)ent->m + 32;
+    const uint16_t *a_hi = (const uint16_t *)((const uint8_t *)prepared + ent->data);
+    const uint16_t *a_lo = a_hi + rows * K;
+    const float *x = kann_cref(ex, a->x);
+    float *scratch = kann_mref(ex, a->scratch);
+    _Alignas(64) float c[32][32];
+    tiles_configure();
+    for (size_t p = p0; p < p1; p += 32) {
+        size_t n = p1 - p < 32 ? p1 - p : 32;
+        float *strip = scratch + p * K;
+        kann_conv2d_packed_gather(a, x, strip, p, p + n, 32);
+        split_strip(strip, K);
+        const uint8_t *b = (const uint8_t *)strip;
+        int two_n = n > 16;
+        for (size_t m = m0; m < m1; m += 32) {
+            int two_m = m1 - m > 16;
+            const uint16_t *ah = a_hi + m * K, *al = a_lo + m * K;
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (size_t step = 0; step < K / 32; step++) {
+                const uint8_t *bs = b + step * 16 * 256;
+                load_a(ah + step * 32, K, two_m); /* hi x hi */
+                load_b_strip(bs, two_n);
+                dot_2x2(two_m, two_n);
+                load_b_strip(bs + 128, two_n); /* hi x lo */
+                dot_2x2(two_m, two_n);
+                load_a(al + step * 32, K, two_m); /* lo x hi */
+                load_b_strip(bs, two_n);
+                dot_2x2(two_m, two_n);
+            }
+            _tile_stored(0, &c[0][0], 128);
+            _tile_stored(1, &c[0][16], 128);
+            _tile_stored(2, &c[16][0], 128);
+            _tile_stored(3, &c[16][16], 128);
+            finish(e, c, m, m1 - m < 32 ? m1 - m : 32, p, n);
+        }
+    }
+    _tile_release();
+}
+
 static void epilogue_init(epilogue *e, const kann_exec *ex, kann_ref bias, kann_ref res, float *y,
                           size_t hw, const kann_act *act, int gap) {
     e->bias = bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, bias);
@@ -356,14 +438,16 @@ void kann_f32_conv2d_packed_amx(const void *args, const kann_exec *ex) {
         kann_f32_conv2d_packed_12x32_avx512(args, ex);
         return;
     }
-    if (a->tile.begin >= a->tile.end) return;
+    size_t m0, m1, p0, p1;
+    kann_conv2d_packed_range(a, &m0, &m1, &p0, &p1);
+    if (m0 >= m1 || p0 >= p1) return;
     size_t hw = (size_t)a->h_out * a->w_out;
-    int channels = a->tile.axis == 0;
     epilogue e;
     epilogue_init(&e, ex, a->bias, a->residual, kann_mref(ex, a->y), hw, &a->act, 0);
-    run_tiles(ent, ex->prepared, kann_cref(ex, a->x), hw, channels ? a->tile.begin : 0,
-              channels ? a->tile.end : a->c_out, channels ? 0 : a->tile.begin,
-              channels ? hw : a->tile.end, &e);
+    if (kann_conv2d_packed_pointwise(a))
+        run_tiles(ent, ex->prepared, kann_cref(ex, a->x), hw, m0, m1, p0, p1, &e);
+    else
+        run_gathered(ent, ex->prepared, a, ex, m0, m1, p0, p1, &e);
 }
 
 void kann_f32_pointwise_lanes_amx(const void *args, const kann_exec *ex) {

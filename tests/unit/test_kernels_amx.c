@@ -297,6 +297,127 @@ static void test_amx_model_shapes(void **state) {
                  cases[i].kernel == KANN_KERNEL_F32_POINTWISE_GAP ? 0 : (uint32_t)(i % 2));
 }
 
+/* ---- gathering convs (conv2d_packed with a scratch) --------------------------------------- */
+
+typedef struct gather_case {
+    uint32_t c_in, c_out, h_in, w_in, k, stride, pad, dil;
+    int bias, residual;
+    kann_act act;
+} gather_case;
+
+static kann_conv2d_packed_args gather_args(const gather_case *c, kann_ref x, kann_ref w,
+                                           kann_ref bias, kann_ref res, kann_ref y,
+                                           kann_ref scratch, uint32_t axis) {
+    kann_conv2d_packed_args a;
+    memset(&a, 0, sizeof a);
+    a.x = x, a.w = w, a.bias = bias, a.residual = res, a.y = y, a.scratch = scratch;
+    a.c_in = c->c_in, a.h_in = c->h_in, a.w_in = c->w_in, a.c_out = c->c_out;
+    a.k_h = a.k_w = c->k, a.stride_h = a.stride_w = c->stride, a.dil_h = a.dil_w = c->dil;
+    a.pad_top = a.pad_left = c->pad;
+    a.h_out = (c->h_in + 2 * c->pad - c->dil * (c->k - 1) - 1) / c->stride + 1;
+    a.w_out = (c->w_in + 2 * c->pad - c->dil * (c->k - 1) - 1) / c->stride + 1;
+    a.act = c->act;
+    a.tile.axis = axis;
+    a.tile.end = axis == 0 ? c->c_out : a.h_out * a.w_out;
+    return a;
+}
+
+/* The gathered path against the reference: each output within the bound on the sum of its
+ * products' sizes (the reference run on |W|, |x|, |bias|, |residual|), parts along the pixels
+ * the whole record's bits, the AVX-512 variant's bits where the weights are not prepared. */
+static void run_gather_case(const gather_case *c, uint32_t axis) {
+    kann_conv2d_packed_args a = gather_args(c, none, none, none, none, none, none, 0);
+    size_t K = (size_t)c->c_in * c->k * c->k, hw = (size_t)a.h_out * a.w_out;
+    size_t out = (size_t)c->c_out * hw, x_n = (size_t)c->c_in * c->h_in * c->w_in;
+    size_t panels = (c->c_out + KANN_CONV_PANEL - 1) / KANN_CONV_PANEL;
+    size_t scratch_n = (hw + 31) / 32 * 32 * K;
+    mem_reset(2 * panels * KANN_CONV_PANEL * K + 2 * x_n + 2 * c->c_out + 7 * out + scratch_n +
+              64 * 24);
+    kann_ref w = mem_ref(KANN_SPACE_CONST, panels * KANN_CONV_PANEL * K);
+    kann_ref w_abs = mem_ref(KANN_SPACE_CONST, panels * KANN_CONV_PANEL * K);
+    for (size_t i = 0; i < panels * KANN_CONV_PANEL * K; i++) {
+        size_t m = i / (K * KANN_CONV_PANEL) * KANN_CONV_PANEL + i % KANN_CONV_PANEL;
+        at(w)[i] = m < c->c_out ? at(w)[i] * 0.5f : 0.0f;
+        at(w_abs)[i] = fabsf(at(w)[i]);
+    }
+    kann_ref x = mem_ref(KANN_SPACE_ARENA, x_n), x_abs = mem_ref(KANN_SPACE_ARENA, x_n);
+    for (size_t i = 0; i < x_n; i++)
+        at(x_abs)[i] = fabsf(at(x)[i]);
+    kann_ref bias = c->bias ? mem_ref(KANN_SPACE_CONST, c->c_out) : none;
+    kann_ref bias_abs = c->bias ? mem_ref(KANN_SPACE_CONST, c->c_out) : none;
+    for (size_t i = 0; c->bias && i < c->c_out; i++)
+        at(bias_abs)[i] = fabsf(at(bias)[i]);
+    kann_ref res = c->residual ? mem_ref(KANN_SPACE_ARENA, out) : none;
+    kann_ref res_abs = c->residual ? mem_ref(KANN_SPACE_ARENA, out) : none;
+    for (size_t i = 0; c->residual && i < out; i++)
+        at(res_abs)[i] = fabsf(at(res)[i]);
+    kann_ref y_ref = mem_ref(KANN_SPACE_ARENA, out), y_amx = mem_ref(KANN_SPACE_ARENA, out);
+    kann_ref y_part = mem_ref(KANN_SPACE_ARENA, out), y_avx = mem_ref(KANN_SPACE_ARENA, out);
+    kann_ref y_abs = mem_ref(KANN_SPACE_ARENA, out), scratch = mem_ref(KANN_SPACE_ARENA, scratch_n);
+    kann_exec ex = {(uint8_t *)mem, (const uint8_t *)mem, NULL, NULL, NULL};
+    kann_bounds bd = {mem_cap * sizeof(float), mem_cap * sizeof(float)};
+    kann_error err;
+
+    a = gather_args(c, x, w, bias, res, y_ref, scratch, axis);
+    assert_int_equal(kann_kernels[KANN_KERNEL_F32_CONV2D_PACKED].validate(&a, &bd, &err), KANN_OK);
+    kann_kernels[KANN_KERNEL_F32_CONV2D_PACKED].ref(&a, &ex);
+    kann_conv2d_packed_args s = gather_args(c, x_abs, w_abs, bias_abs, res_abs, y_abs, scratch, 0);
+    s.act.kind = KANN_ACT_NONE;
+    kann_kernels[KANN_KERNEL_F32_CONV2D_PACKED].ref(&s, &ex);
+    kann_amx_gemm g;
+    int tiles = kann_amx_gemm_of(KANN_KERNEL_F32_CONV2D_PACKED, &a, &g);
+    assert_int_equal(tiles, c->c_out >= 64 && K % 32 == 0);
+    void *prepared = tiles ? prepare_one(&g) : NULL;
+    ex.prepared = prepared;
+    a.y = y_amx;
+    kann_f32_conv2d_packed_amx(&a, &ex);
+    ex.prepared = NULL;
+    a.y = y_avx;
+    kann_f32_conv2d_packed_12x32_avx512(&a, &ex);
+    ex.prepared = prepared;
+    for (size_t i = 0; i < out; i++) {
+        double bound = 4e-5 * at(y_abs)[i] + 1e-6;
+        double e = fabs((double)at(y_amx)[i] - at(y_ref)[i]);
+        if (!(e <= bound))
+            fail_msg("gathered conv %u -> %u k %u stride %u: y[%zu] %g, reference %g (bound %g)",
+                     c->c_in, c->c_out, c->k, c->stride, i, at(y_amx)[i], at(y_ref)[i], bound);
+    }
+    if (!tiles) assert_memory_equal(at(y_amx), at(y_avx), out * sizeof(float));
+    /* parts along the pixels, cut at multiples of 32 */
+    if (axis == 1) {
+        uint32_t cut = 32 * rng_range(0, (uint32_t)(hw / 32));
+        memset(at(y_part), 0, out * sizeof(float));
+        a.y = y_part;
+        a.tile.end = cut;
+        kann_f32_conv2d_packed_amx(&a, &ex);
+        a.tile.begin = cut;
+        a.tile.end = (uint32_t)hw;
+        kann_f32_conv2d_packed_amx(&a, &ex);
+        assert_memory_equal(at(y_part), at(y_amx), out * sizeof(float));
+    }
+    free(prepared);
+}
+
+/* resnet18's stride-2 convs and downsamples in small, ragged and padded shapes; K not a
+ * multiple of 32 and fewer than 64 output channels take the AVX-512 variant. */
+static void test_amx_gathered(void **state) {
+    (void)state;
+    if (!amx_runs()) return;
+    rng_state = 13;
+    static const gather_case cases[] = {
+        {64, 128, 28, 28, 3, 2, 1, 1, 0, 0, {KANN_ACT_RELU, 0, 0, 0}},
+        {64, 128, 28, 28, 1, 2, 0, 1, 1, 0, {KANN_ACT_NONE, 0, 0, 0}},
+        {32, 70, 13, 11, 3, 1, 1, 1, 1, 1, {KANN_ACT_CLIP, 0, 6, 0}},
+        {32, 96, 9, 17, 3, 2, 0, 2, 1, 0, {KANN_ACT_SILU, 0, 0, 0}},
+        {96, 100, 7, 7, 3, 2, 1, 1, 1, 1, {KANN_ACT_SOFTPLUS, 0, 0, 0}},
+        {24, 80, 10, 10, 3, 2, 1, 1, 1, 0, {KANN_ACT_RELU, 0, 0, 0}},
+        {64, 48, 12, 12, 3, 2, 1, 1, 0, 0, {KANN_ACT_NONE, 0, 0, 0}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (uint32_t axis = 0; axis < 2; axis++)
+            run_gather_case(&cases[i], axis);
+}
+
 /* hi + lo holds a weight to 2^-16 of it; infinities and NaNs are hi alone; a finite weight that
  * rounds past the largest bf16 keeps its truncation. */
 static void test_amx_split(void **state) {
@@ -444,9 +565,8 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_amx_random),
-        cmocka_unit_test(test_amx_model_shapes),
-        cmocka_unit_test(test_amx_split),
+        cmocka_unit_test(test_amx_random),    cmocka_unit_test(test_amx_model_shapes),
+        cmocka_unit_test(test_amx_gathered),  cmocka_unit_test(test_amx_split),
         cmocka_unit_test(test_amx_model_api),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
