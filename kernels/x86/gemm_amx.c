@@ -172,11 +172,17 @@ static inline void load_a(const uint16_t *a, size_t kp, int two_m) {
     if (two_m) _tile_loadd(5, a + 16 * kp, kp * sizeof(uint16_t));
 }
 
-/* Pixels 0-15 (and 16-31) of B, tiles of B_TILE numbers from b on (the second only where the
- * strip has it). */
-static inline void load_b(const uint16_t *b, int two_n) {
-    _tile_loadd(6, b, 64);
-    if (two_n) _tile_loadd(7, b + B_TILE, 64);
+/* Where a block of B lies for one 32-deep step: its hi and lo tiles of pixels 0-15, their rows
+ * `stride` bytes apart, those of pixels 16-31 `next` bytes on. */
+typedef struct b_step {
+    const uint8_t *hi, *lo;
+    size_t stride, next;
+} b_step;
+
+/* Pixels 0-15 (and 16-31, where the block has them) of B from b. */
+static inline void load_b(const uint8_t *b, const b_step *bs, int two_n) {
+    _tile_loadd(6, b, bs->stride);
+    if (two_n) _tile_loadd(7, b + bs->next, bs->stride);
 }
 
 /* The accumulators in use += A B. */
@@ -185,6 +191,34 @@ static inline void dot_2x2(int two_m, int two_n) {
     if (two_n) _tile_dpbf16ps(1, 4, 7);
     if (two_m) _tile_dpbf16ps(2, 5, 6);
     if (two_m && two_n) _tile_dpbf16ps(3, 5, 7);
+}
+
+/* One 32-deep step of the 32 x 32 sums: hi x hi, hi x lo, lo x hi (A's rows kp numbers apart). */
+static inline void dot_step(const uint16_t *ah, const uint16_t *al, size_t kp, int two_m,
+                            const b_step *bs, int two_n) {
+    load_a(ah, kp, two_m);
+    load_b(bs->hi, bs, two_n);
+    dot_2x2(two_m, two_n);
+    load_b(bs->lo, bs, two_n);
+    dot_2x2(two_m, two_n);
+    load_a(al, kp, two_m);
+    load_b(bs->hi, bs, two_n);
+    dot_2x2(two_m, two_n);
+}
+
+/* The accumulators to zero before a block, and out to c[32][32] after it. */
+static inline void zero_sums(void) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+}
+
+static inline void store_sums(float c[32][32]) {
+    _tile_stored(0, &c[0][0], 128);
+    _tile_stored(1, &c[0][16], 128);
+    _tile_stored(2, &c[16][0], 128);
+    _tile_stored(3, &c[16][16], 128);
 }
 
 /* One strip of B: per 32 input channels, a tile for each 16 pixels of the strip (16 rows, row r
@@ -309,26 +343,14 @@ static void run_tiles(const kann_amx_entry *ent, const void *prepared, const flo
             for (size_t q = 0; q < n; q += 32) {
                 size_t cols = n - q < 32 ? n - q : 32;
                 int two_n = cols > 16;
-                _tile_zero(0);
-                _tile_zero(1);
-                _tile_zero(2);
-                _tile_zero(3);
+                zero_sums();
                 for (size_t step = 0; step < kp / 32; step++) {
-                    const uint16_t *bh = b_tile(b_hi, &s, step, q / 16);
-                    const uint16_t *bl = b_tile(b_lo, &s, step, q / 16);
-                    load_a(ah + step * 32, kp, two_m); /* hi x hi */
-                    load_b(bh, two_n);
-                    dot_2x2(two_m, two_n);
-                    load_b(bl, two_n); /* hi x lo */
-                    dot_2x2(two_m, two_n);
-                    load_a(al + step * 32, kp, two_m); /* lo x hi */
-                    load_b(bh, two_n);
-                    dot_2x2(two_m, two_n);
+                    b_step bs = {(const uint8_t *)b_tile(b_hi, &s, step, q / 16),
+                                 (const uint8_t *)b_tile(b_lo, &s, step, q / 16), 64,
+                                 B_TILE * sizeof(uint16_t)};
+                    dot_step(ah + step * 32, al + step * 32, kp, two_m, &bs, two_n);
                 }
-                _tile_stored(0, &c[0][0], 128);
-                _tile_stored(1, &c[0][16], 128);
-                _tile_stored(2, &c[16][0], 128);
-                _tile_stored(3, &c[16][16], 128);
+                store_sums(c);
                 finish(e, c, m, m1 - m < 32 ? m1 - m : 32, p + q, cols);
             }
         }
@@ -351,12 +373,6 @@ static void split_strip(float *b, size_t k) {
         _mm512_storeu_si512(r + 32, lo[0]);
         _mm512_storeu_si512(r + 48, lo[1]);
     }
-}
-
-/* Pixels 0-15 (and 16-31) of a strip split in place, its rows 256 bytes apart. */
-static inline void load_b_strip(const uint8_t *b, int two_n) {
-    _tile_loadd(6, b, 256);
-    if (two_n) _tile_loadd(7, b + 64, 256);
 }
 
 /* Output channels [m0, m1) by pixels [p0, p1) of a gathering conv: 32 pixels at a time their
@@ -383,25 +399,12 @@ static void run_gathered(const kann_amx_entry *ent, const void *prepared,
         for (size_t m = m0; m < m1; m += 32) {
             int two_m = m1 - m > 16;
             const uint16_t *ah = a_hi + m * K, *al = a_lo + m * K;
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
+            zero_sums();
             for (size_t step = 0; step < K / 32; step++) {
-                const uint8_t *bs = b + step * 16 * 256;
-                load_a(ah + step * 32, K, two_m); /* hi x hi */
-                load_b_strip(bs, two_n);
-                dot_2x2(two_m, two_n);
-                load_b_strip(bs + 128, two_n); /* hi x lo */
-                dot_2x2(two_m, two_n);
-                load_a(al + step * 32, K, two_m); /* lo x hi */
-                load_b_strip(bs, two_n);
-                dot_2x2(two_m, two_n);
+                b_step bs = {b + step * 16 * 256, b + step * 16 * 256 + 128, 256, 64};
+                dot_step(ah + step * 32, al + step * 32, K, two_m, &bs, two_n);
             }
-            _tile_stored(0, &c[0][0], 128);
-            _tile_stored(1, &c[0][16], 128);
-            _tile_stored(2, &c[16][0], 128);
-            _tile_stored(3, &c[16][16], 128);
+            store_sums(c);
             finish(e, c, m, m1 - m < 32 ? m1 - m : 32, p, n);
         }
     }
