@@ -1,6 +1,7 @@
-/* The AMX kernels of the 1x1 convs (kann_amx.h): y = W x as three bf16 tile products, with
- * conv2d_packed's and pointwise_lanes' bias, residual and activation, or pointwise_gap's
- * activation and average, applied to the sums as they leave the tiles.
+/* The AMX kernels of the 1x1 convs and of conv2d_packed's gathering convs (kann_amx.h): y = W x
+ * (x, or the gathered columns of B) as three bf16 tile products, with conv2d_packed's and
+ * pointwise_lanes' bias, residual and activation, or pointwise_gap's activation and average,
+ * applied to the sums as they leave the tiles.
  *
  * A record runs in strips of its pixels: the strip's input, every input channel of it, is split
  * into hi and lo pairs on the stack (B), then for each 32 output channels of the tile the
@@ -10,7 +11,9 @@
  * The strip is as wide as the stack buffer holds (32 pixels at least, 16 past 1024 input
  * channels), so that a block of A,
  * fetched once from L3 or memory, serves all its pixels from L2. Each sum is the same whatever
- * the tile: parts of a record along either axis compute their outputs as the whole record does. */
+ * the tile: parts of a record along either axis compute their outputs as the whole record does.
+ * A gathering conv runs 32 pixels at a time: their columns gathered into the strip's place in
+ * the scratch, split there, then every 32 output channels through the tiles. */
 #define KANN_VEC_BITS 512
 #include <string.h>
 

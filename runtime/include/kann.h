@@ -131,7 +131,8 @@ const void *kann_model_args(const kann_model *m, uint64_t *size);
 /* CPU kernel variants. kann_model_open picks the best of generic, AVX2 and AVX-512 that this
  * CPU runs; a caller may force another (to compare or test them): their results agree within
  * float rounding.
- * AMX runs the AVX-512 kernels, but for its 1x1 convs of 64 output channels or more: each
+ * AMX runs the AVX-512 kernels, but for the convs of 64 output channels or more that run as one
+ * GEMM (1x1 convs, and convs gathered into a scratch over a multiple of 32 weights each): each
  * weight and input split into two bf16 numbers (hi + lo), three bf16 tile products per
  * multiply-add (hi hi + hi lo + lo hi). Their sums come within a few 1e-6 of the float ones,
  * relative to their size: the outputs agree within 1e-4 of their largest value, not within float
