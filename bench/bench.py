@@ -11,7 +11,11 @@ RUNS / ROUNDS runs each (`kann-run --bench --threads T`, its own warm-up runs fi
 runs timed one by one), the engine going first swapping every round. Each engine's latency is
 the median of its round medians: the host's noise comes in bursts of seconds on one core or
 both, and alternating short rounds exposes both engines to the same bursts where one long
-block each would not. Prints a Markdown table; ratio = kann-c / ONNX Runtime (< 1 is faster).
+block each would not. On one thread both engines of a round run on the same CPU (the bench
+pins itself, kann-run inherits it), the CPU changing every two rounds: left to the scheduler,
+kann-run, a new process, went to whichever CPU the bench was not on, and on a host where one
+virtual CPU is slowed for seconds at a time (another tenant on its core) one engine got the slow
+one round after round. Prints a Markdown table; ratio = kann-c / ONNX Runtime (< 1 is faster).
 """
 import argparse
 import json
@@ -76,11 +80,19 @@ def compare(kann_c, kann_run, model, inputs, feeds, threads, runs, rounds, work)
         sess.run(None, feeds)
     per_round = max(1, runs // rounds)
     k, o = [], []
-    for r in range(rounds):
-        engines = [lambda: k.append(kann_round_ms(kann_run, binary, inputs, threads, per_round)),
-                   lambda: o.append(ort_round_ms(sess, feeds, per_round))]
-        for run in engines if r % 2 == 0 else engines[::-1]:
-            run()
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    try:
+        for r in range(rounds):
+            if threads == 1 and len(cpus) > 1:  # both engines on one CPU, each order on each
+                os.sched_setaffinity(0, {cpus[(r // 2) % len(cpus)]})
+            engines = [lambda: k.append(kann_round_ms(kann_run, binary, inputs, threads,
+                                                      per_round)),
+                       lambda: o.append(ort_round_ms(sess, feeds, per_round))]
+            for run in engines if r % 2 == 0 else engines[::-1]:
+                run()
+    finally:
+        if cpus:
+            os.sched_setaffinity(0, set(cpus))
     return statistics.median(k), statistics.median(o)
 
 
