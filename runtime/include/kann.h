@@ -145,7 +145,7 @@ typedef enum kann_isa {
     KANN_ISA_GENERIC = 0, /* the portable C reference kernels */
     KANN_ISA_AVX2 = 1,    /* x86 AVX2 + FMA */
     KANN_ISA_AVX512 = 2,  /* x86 AVX-512 (F, VL, BW, DQ) */
-    KANN_ISA_AMX = 3,     /* x86 AVX-512 and AMX-BF16: 1x1 convs on the tiles (above) */
+    KANN_ISA_AMX = 3,     /* x86 AVX-512 and AMX-BF16: 1x1 and gathered convs on the tiles */
     KANN_ISA_COUNT
 } kann_isa;
 

@@ -1,9 +1,9 @@
 /* The CPU backend's kernel tables: the portable reference kernels, and on x86 the same table
  * with the AVX2 or AVX-512 variants (kernels/x86/variants.def) in place of the references, and
- * AVX-512's with the AMX kernels of the 1x1 convs (kernels/x86/kann_amx.h). kann_model_open
- * takes the best level the CPU runs but AMX; kann_model_set_isa and kann_model_set_isa_prepared
- * (which writes what AMX's kernels read: the table of its prepared weights, then their bf16
- * pairs) switch to another. */
+ * AVX-512's with the AMX kernels of the 1x1 and gathering convs (kernels/x86/kann_amx.h).
+ * kann_model_open takes the best level the CPU runs but AMX; kann_model_set_isa and
+ * kann_model_set_isa_prepared (which writes what AMX's kernels read: the table of its prepared
+ * weights, then their bf16 pairs) switch to another. */
 #include "cpu_dispatch.h"
 #include "kann_kernels.h"
 #include "kann_private.h"
@@ -46,7 +46,7 @@ static const kann_kernel_fn avx512_kernels[KANN_KERNEL_COUNT] = {
 #undef KANN_X86_VARIANT
 };
 #ifdef KANN_HAVE_AMX
-/* AVX-512's table with the 1x1 convs on the tiles (x86/kann_amx.h) */
+/* AVX-512's table with the 1x1 and gathering convs on the tiles (x86/kann_amx.h) */
 static const kann_kernel_fn amx_kernels[KANN_KERNEL_COUNT] = {
 #define KANN_KERNEL(ENUM, name, id, family) [id] = kann_##name##_ref,
 #include "kernels.def"
@@ -143,8 +143,9 @@ static uint64_t round64(uint64_t n) {
 uint64_t kann_model_prepared_size(const kann_model *m, kann_isa isa) {
     /* the AMX kernels' code runs only where the CPU has it */
     if (m == 0 || m->bytes == 0 || isa != KANN_ISA_AMX || !kann_isa_supported(isa)) return 0;
-    uint64_t count = 0, bytes = 0;
+    uint64_t bytes = 0;
 #ifdef KANN_HAVE_AMX
+    uint64_t count = 0;
     kann_amx_gemm g;
     for (uint32_t r = 0; r < m->n_records; r++)
         if (first_prepared(m, r, &g)) {
