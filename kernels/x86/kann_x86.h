@@ -10,7 +10,7 @@ typedef enum kann_x86_level {
     KANN_X86_AVX2 = 1,   /* AVX2 + FMA, YMM state enabled by the OS */
     KANN_X86_AVX512 = 2, /* AVX-512 F, VL, BW, DQ, ZMM state enabled by the OS */
     /* AVX-512 and AVX512-BF16, AMX-TILE and AMX-BF16, tile state enabled by the OS (XCR0); on
-     * Linux a process must still ask for the tile data before its first use (kann_amx.h) */
+     * Linux a process must still ask for the tile data before its first use (kann.h) */
     KANN_X86_AMX = 3,
 } kann_x86_level;
 

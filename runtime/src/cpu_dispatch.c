@@ -140,35 +140,39 @@ static uint64_t round64(uint64_t n) {
 }
 #endif
 
-uint64_t kann_model_prepared_size(const kann_model *m, kann_isa isa) {
+/* The bytes of isa's prepared weights (the table and every tensor's pairs; 0 when none) and how
+ * many tensors the table lists (*count). */
+static uint64_t prepared_bytes(const kann_model *m, kann_isa isa, uint64_t *count) {
+    *count = 0;
     /* the AMX kernels' code runs only where the CPU has it */
     if (m == 0 || m->bytes == 0 || isa != KANN_ISA_AMX || !kann_isa_supported(isa)) return 0;
     uint64_t bytes = 0;
 #ifdef KANN_HAVE_AMX
-    uint64_t count = 0;
     kann_amx_gemm g;
     for (uint32_t r = 0; r < m->n_records; r++)
         if (first_prepared(m, r, &g)) {
-            count++;
+            (*count)++;
             bytes += kann_amx_gemm_bytes(&g);
         }
-    if (count) bytes += round64(sizeof(kann_amx_table) + count * sizeof(kann_amx_entry));
+    if (*count) bytes += round64(sizeof(kann_amx_table) + *count * sizeof(kann_amx_entry));
 #endif
     return bytes;
 }
 
-/* Writes isa's prepared weights into buf (size bytes, as kann_model_prepared_size). */
-static void prepare(const kann_model *m, kann_isa isa, void *buf, uint64_t size) {
+uint64_t kann_model_prepared_size(const kann_model *m, kann_isa isa) {
+    uint64_t count;
+    return prepared_bytes(m, isa, &count);
+}
+
 #ifdef KANN_HAVE_AMX
-    if (isa != KANN_ISA_AMX) return;
+/* Writes AMX's prepared weights into buf: the table of its count tensors (prepared_bytes), then
+ * their pairs in the records' order. */
+static void prepare_amx(const kann_model *m, void *buf, uint64_t count) {
     kann_amx_table *t = buf;
-    kann_amx_gemm g;
-    uint64_t count = 0;
-    for (uint32_t r = 0; r < m->n_records; r++)
-        count += (uint64_t)first_prepared(m, r, &g);
     for (size_t i = 0; i < sizeof *t; i++)
         ((uint8_t *)buf)[i] = 0;
     uint64_t at = round64(sizeof *t + count * sizeof(kann_amx_entry));
+    kann_amx_gemm g;
     for (uint32_t r = 0; r < m->n_records; r++) {
         if (!first_prepared(m, r, &g)) continue;
         uint64_t i = t->count++; /* in order of w_offset */
@@ -178,11 +182,8 @@ static void prepare(const kann_model *m, kann_isa isa, void *buf, uint64_t size)
         kann_amx_pack(&g, m->consts, (uint8_t *)buf + at);
         at += kann_amx_gemm_bytes(&g);
     }
-    (void)size;
-#else
-    (void)m, (void)isa, (void)buf, (void)size;
-#endif
 }
+#endif
 
 kann_status kann_model_set_isa_prepared(kann_model *m, kann_isa isa, void *buf, size_t size,
                                         kann_error *err) {
@@ -192,12 +193,14 @@ kann_status kann_model_set_isa_prepared(kann_model *m, kann_isa isa, void *buf, 
         return kann_rt_fail(err, KANN_E_UNSUPPORTED,
                             "kernels for %s are not in this build or not run by this CPU",
                             kann_isa_name(isa));
-    uint64_t need = kann_model_prepared_size(m, isa);
+    uint64_t count, need = prepared_bytes(m, isa, &count);
     if (need && (buf == 0 || size < need || (uintptr_t)buf % 64 != 0))
         return kann_rt_fail(err, KANN_E_ARGUMENT,
                             "%s kernels need %llu bytes of prepared weights, 64-byte aligned",
                             kann_isa_name(isa), (unsigned long long)need);
-    if (need) prepare(m, isa, buf, need);
+#ifdef KANN_HAVE_AMX
+    if (need) prepare_amx(m, buf, count); /* AMX is the only level that prepares */
+#endif
     m->kernels = kann_cpu_kernels(isa);
     m->prepared = need ? buf : 0;
     return kann_rt_ok(err);
