@@ -152,15 +152,17 @@ typedef struct tile_config {
     uint8_t rows[16];
 } tile_config;
 
+/* A constant: GCC does not see _tile_loadconfig read the bytes of a local configuration, and
+ * may drop the stores of its rows and columns (a build of it that did left every tile
+ * unconfigured: the first tile load raised SIGILL). */
+static const _Alignas(64) tile_config config = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
 static void tiles_configure(void) {
-    tile_config c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int i = 0; i < 8; i++) {
-        c.colsb[i] = 64;
-        c.rows[i] = 16;
-    }
-    _tile_loadconfig(&c);
+    _tile_loadconfig(&config);
 }
 
 /* The tiles, by number (the intrinsics take literal numbers): accumulators 0 (rows 0-15,
