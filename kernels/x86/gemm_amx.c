@@ -290,11 +290,15 @@ typedef struct epilogue {
     size_t hw;
     const kann_act *act;
     int gap, vec_act;
-    vf lo, hi; /* vf_act's bounds */
+    int clamp; /* act is a clamp (kann_act_is_clamp): a max and a min, not vf_act's switch */
+    vf lo, hi; /* the clamp's bounds, or vf_act's */
 } epilogue;
 
-/* Rows [m, m + rows) and pixels [p, p + n) of the sums, c[row][pixel] (32 by 32). */
-static void finish(const epilogue *e, float c[32][32], size_t m, size_t rows, size_t p, size_t n) {
+/* Rows [m, m + rows) and pixels [p, p + n) of the sums, c[row][pixel] (32 by 32); CLAMP: e's
+ * activation is a clamp. */
+static inline __attribute__((always_inline)) void finish_as(const epilogue *e, float c[32][32],
+                                                            size_t m, size_t rows, size_t p,
+                                                            size_t n, const int CLAMP) {
     for (size_t r = 0; r < rows; r++) {
         size_t row = m + r;
         vf b = vf_set1(e->bias ? e->bias[row] : 0.0f);
@@ -304,7 +308,9 @@ static void finish(const epilogue *e, float c[32][32], size_t m, size_t rows, si
             __mmask16 mask = (__mmask16)((1u << cols) - 1);
             vf v = vf_add(_mm512_load_ps(&c[r][j]), b);
             if (e->gap) {
-                if (e->vec_act) {
+                if (CLAMP) {
+                    v = vf_min(e->hi, vf_max(e->lo, v));
+                } else if (e->vec_act) {
                     v = vf_act(v, e->act, e->lo, e->hi);
                 } else {
                     _Alignas(64) float t[16];
@@ -317,12 +323,22 @@ static void finish(const epilogue *e, float c[32][32], size_t m, size_t rows, si
             }
             float *y = e->y + row * e->hw + p + j;
             if (e->res) v = vf_add(v, _mm512_maskz_loadu_ps(mask, e->res + row * e->hw + p + j));
-            if (e->vec_act) v = vf_act(v, e->act, e->lo, e->hi);
+            if (CLAMP)
+                v = vf_min(e->hi, vf_max(e->lo, v));
+            else if (e->vec_act)
+                v = vf_act(v, e->act, e->lo, e->hi);
             _mm512_mask_storeu_ps(y, mask, v);
-            if (!e->vec_act) kann_act_apply_row(e->act, y, cols);
+            if (!CLAMP && !e->vec_act) kann_act_apply_row(e->act, y, cols);
         }
         if (e->gap) e->y[row] += total;
     }
+}
+
+static void finish(const epilogue *e, float c[32][32], size_t m, size_t rows, size_t p, size_t n) {
+    if (e->clamp)
+        finish_as(e, c, m, rows, p, n, 1);
+    else
+        finish_as(e, c, m, rows, p, n, 0);
 }
 
 /* Output channels [m0, m1) by pixels [p0, p1) of y = W x, x [k][hw]. */
@@ -425,7 +441,8 @@ static void epilogue_init(epilogue *e, const kann_exec *ex, kann_ref bias, kann_
     e->act = act;
     e->gap = gap;
     e->vec_act = kann_act_vectorizes(act);
-    e->lo = vf_set1(kann_act_lo(act));
+    e->clamp = kann_act_is_clamp(act);
+    e->lo = vf_set1(kann_act_store_lo(act, e->clamp));
     e->hi = vf_set1(kann_act_hi(act));
 }
 
