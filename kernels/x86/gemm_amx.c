@@ -85,6 +85,25 @@ void kann_amx_pack(const kann_amx_gemm *g, const uint8_t *consts, void *dst) {
 #define AMX_MIN_M 64
 #define AMX_MIN_K 32
 
+/* A conv the tiles take gathered: a scratch, a reduction of a multiple of 32. */
+static int amx_gathers(const kann_conv2d_packed_args *a) {
+    uint64_t K = (uint64_t)a->c_in * a->k_h * a->k_w;
+    return a->scratch.space != KANN_SPACE_NONE && K % 32 == 0;
+}
+
+/* A conv the tiles take with its B split straight from x (run_window), gathered or not: a
+ * window of 2 to AMX_WINDOW_TAPS taps at column stride 2 (the stride-1 convs go to Winograd or
+ * the wide path), a reduction of 32 to AMX_WINDOW_K steps, not an image stem (the direct
+ * path's). The 1x1 stride-2 downsamples stay gathered (resnet18's took 1.13 and 1.34 times as
+ * long split from x). */
+#define AMX_WINDOW_K (KANN_AMX_STACK / (32 * 4))
+#define AMX_WINDOW_TAPS 49
+static int amx_window(const kann_conv2d_packed_args *a) {
+    uint64_t taps = (uint64_t)a->k_h * a->k_w, K = a->c_in * taps;
+    return a->stride_w == 2 && taps >= 2 && taps <= AMX_WINDOW_TAPS && K >= AMX_MIN_K &&
+           K <= AMX_WINDOW_K && !kann_conv2d_packed_direct(a);
+}
+
 static int gemm_fits(uint32_t m, uint32_t k, kann_ref w) {
     return w.space == KANN_SPACE_CONST && m >= AMX_MIN_M && k >= AMX_MIN_K && k <= KANN_AMX_MAX_K;
 }
@@ -99,10 +118,11 @@ int kann_amx_gemm_of(uint32_t kernel, const void *args, kann_amx_gemm *g) {
             return 1;
         }
         /* a gathering conv: its input columns gathered and split in place in its scratch, 32
-         * pixels a strip (K floats a pixel: room for the pairs), K a multiple of 32 */
+         * pixels a strip (K floats a pixel: room for the pairs), K a multiple of 32; else (a
+         * strided conv) at column stride 2 split straight from x (amx_window) */
         uint64_t K = (uint64_t)a->c_in * a->k_h * a->k_w;
-        if (a->scratch.space == KANN_SPACE_NONE || a->w.space != KANN_SPACE_CONST ||
-            a->c_out < AMX_MIN_M || K % 32 != 0 || K > UINT32_MAX)
+        if (a->w.space != KANN_SPACE_CONST || a->c_out < AMX_MIN_M || K > UINT32_MAX ||
+            (!amx_gathers(a) && !amx_window(a)))
             return 0;
         *g = (kann_amx_gemm){a->w.offset, a->c_out, (uint32_t)K, KANN_CONV_PANEL};
         return 1;
@@ -282,6 +302,71 @@ static void split_input(const float *x, size_t hw, size_t k, size_t p, size_t n,
     }
 }
 
+/* Lanes [lo, hi) of 16, clipped to [0, 16). */
+static __mmask16 lanes_between(int64_t lo, int64_t hi) {
+    if (lo < 0) lo = 0;
+    if (hi > 16) hi = 16;
+    return hi <= lo ? 0 : (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* Where one tap (kh, kw) of a strip's window reads, for every input channel: its offset in a
+ * channel plane and, per 16 output pixels, the lanes of the two 16-float loads (at the offset
+ * and 16 on) inside x's row, none where the row is padding; live: the output lanes kept. */
+typedef struct window_tap {
+    ptrdiff_t off;
+    __mmask16 m0[2], m1[2], live[2];
+} window_tap;
+
+/* Tap t's 16 pixels of half h for the channel plane at x: input columns off, off + 2, ... */
+static inline __m512 tap_pixels(const float *x, const window_tap *t, size_t h, __m512i even) {
+    const float *r = x + t->off + 32 * (ptrdiff_t)h;
+    return _mm512_maskz_permutex2var_ps(t->live[h], _mm512_maskz_loadu_ps(t->m0[h], r), even,
+                                        _mm512_maskz_loadu_ps(t->m1[h], r + 16));
+}
+
+/* B of output row oh's pixels [ow0, ow0 + n) (n <= 32) of a conv of column stride 2, read from x
+ * tap by tap (no gather into memory first) and split into the strip's hi and lo tiles a pair of
+ * reduction steps at a time; steps past K and pixels past n zero. */
+static void split_window(const kann_conv2d_packed_args *a, const float *x, size_t oh, size_t ow0,
+                         size_t n, const strip_b *s) {
+    const size_t taps = (size_t)a->k_h * a->k_w, K = a->c_in * taps, kp = round_k((uint32_t)K);
+    const size_t plane = (size_t)a->h_in * a->w_in;
+    const int64_t w = a->w_in, ih0 = (int64_t)oh * a->stride_h - a->pad_top;
+    window_tap tw[AMX_WINDOW_TAPS];
+    for (size_t t = 0; t < taps; t++) {
+        int64_t ih = ih0 + (int64_t)(t / a->k_w) * a->dil_h;
+        int64_t iw = (int64_t)ow0 * 2 - a->pad_left + (int64_t)(t % a->k_w) * a->dil_w;
+        int inside = ih >= 0 && ih < (int64_t)a->h_in;
+        tw[t].off = (ptrdiff_t)(inside ? ih * w : 0) + (ptrdiff_t)iw;
+        for (size_t h = 0; h < 2; h++) {
+            int64_t at = iw + 32 * (int64_t)h, first = (int64_t)h * 16;
+            int64_t cols = (int64_t)n - first < 0 ? 0 : (int64_t)n - first;
+            tw[t].m0[h] = inside ? lanes_between(-at, w - at) : 0;
+            tw[t].m1[h] = inside ? lanes_between(-at - 16, w - at - 16) : 0;
+            tw[t].live[h] = lanes_between(0, cols);
+        }
+    }
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const size_t halves = s->pixels / 16;
+    size_t c = 0, t = 0; /* step k0's channel and tap */
+    for (size_t k0 = 0; k0 < kp; k0 += 2) {
+        size_t c1 = t + 1 == taps ? c + 1 : c, t1 = t + 1 == taps ? 0 : t + 1;
+        const float *xa = k0 < K ? x + c * plane : NULL;
+        const float *xb = k0 + 1 < K ? x + c1 * plane : NULL;
+        size_t step = k0 / 32, r = (k0 % 32) / 2;
+        for (size_t h = 0; h < halves; h++) {
+            __m512i hi, lo;
+            split_pair(xa ? tap_pixels(xa, &tw[t], h, even) : _mm512_setzero_ps(),
+                       xb ? tap_pixels(xb, &tw[t1], h, even) : _mm512_setzero_ps(), &hi, &lo);
+            _mm512_store_si512(b_tile(s->hi, s, step, h) + r * 32, hi);
+            _mm512_store_si512(b_tile(s->lo, s, step, h) + r * 32, lo);
+        }
+        c = t1 + 1 == taps ? c1 + 1 : c1;
+        t = t1 + 1 == taps ? 0 : t1 + 1;
+    }
+}
+
 /* What happens to the sums as they leave the tiles. */
 typedef struct epilogue {
     const float *bias; /* per output channel, or NULL */
@@ -432,6 +517,44 @@ static void run_gathered(const kann_amx_entry *ent, const void *prepared,
     _tile_release();
 }
 
+/* Output channels [m0, m1) by pixels [p0, p1) of a strided conv: per output row, 32 pixels at a
+ * time, their B split straight from x (split_window), then every 32 output channels through
+ * the tiles. */
+static void run_window(const kann_amx_entry *ent, const void *prepared,
+                       const kann_conv2d_packed_args *a, const kann_exec *ex, size_t m0, size_t m1,
+                       size_t p0, size_t p1, const epilogue *e) {
+    size_t kp = round_k(ent->k), rows = (size_t)ent->m + 32, w_out = a->w_out;
+    const uint16_t *a_hi = (const uint16_t *)((const uint8_t *)prepared + ent->data);
+    const uint16_t *a_lo = a_hi + rows * kp;
+    const float *x = kann_cref(ex, a->x);
+    _Alignas(64) uint16_t b_hi[KANN_AMX_STACK / 4], b_lo[KANN_AMX_STACK / 4];
+    _Alignas(64) float c[32][32];
+    tiles_configure();
+    for (size_t oh = p0 / w_out; oh * w_out < p1; oh++) {
+        size_t c0 = oh * w_out < p0 ? p0 - oh * w_out : 0;
+        size_t c1 = (oh + 1) * w_out > p1 ? p1 - oh * w_out : w_out;
+        for (size_t ow = c0; ow < c1; ow += 32) {
+            size_t n = c1 - ow < 32 ? c1 - ow : 32;
+            strip_b s = {b_hi, b_lo, (n + 15) / 16 * 16};
+            split_window(a, x, oh, ow, n, &s);
+            for (size_t m = m0; m < m1; m += 32) {
+                int two_m = m1 - m > 16;
+                const uint16_t *ah = a_hi + m * kp, *al = a_lo + m * kp;
+                zero_sums();
+                for (size_t step = 0; step < kp / 32; step++) {
+                    b_step bs = {(const uint8_t *)b_tile(b_hi, &s, step, 0),
+                                 (const uint8_t *)b_tile(b_lo, &s, step, 0), 64,
+                                 B_TILE * sizeof(uint16_t)};
+                    dot_step(ah + step * 32, al + step * 32, kp, two_m, &bs, n > 16);
+                }
+                store_sums(c);
+                finish(e, c, m, m1 - m < 32 ? m1 - m : 32, oh * w_out + ow, n);
+            }
+        }
+    }
+    _tile_release();
+}
+
 static void epilogue_init(epilogue *e, const kann_exec *ex, kann_ref bias, kann_ref res, float *y,
                           size_t hw, const kann_act *act, int gap) {
     e->bias = bias.space == KANN_SPACE_NONE ? NULL : kann_cref(ex, bias);
@@ -471,6 +594,8 @@ void kann_f32_conv2d_packed_amx(const void *args, const kann_exec *ex) {
     epilogue_init(&e, ex, a->bias, a->residual, kann_mref(ex, a->y), hw, &a->act, 0);
     if (kann_conv2d_packed_pointwise(a))
         run_tiles(ent, ex->prepared, kann_cref(ex, a->x), hw, m0, m1, p0, p1, &e);
+    else if (amx_window(a))
+        run_window(ent, ex->prepared, a, ex, m0, m1, p0, p1, &e);
     else
         run_gathered(ent, ex->prepared, a, ex, m0, m1, p0, p1, &e);
 }

@@ -19,6 +19,7 @@
 
 #include "kann_host.h"
 #include "kann_kernels.h"
+#include "ref/conv2d_packed.h"
 #include "runtime_models.h"
 #include "test_rng.h"
 #ifdef KANN_HAVE_AMX
@@ -381,7 +382,11 @@ static void run_gather_case(const gather_case *c, uint32_t axis) {
     kann_kernels[KANN_KERNEL_F32_CONV2D_PACKED].ref(&s, &ex);
     kann_amx_gemm g;
     int tiles = kann_amx_gemm_of(KANN_KERNEL_F32_CONV2D_PACKED, &a, &g);
-    assert_int_equal(tiles, c->c_out >= 64 && K % 32 == 0);
+    /* split straight from x: windows of several taps at column stride 2, 32 to 1024 steps, not
+     * an image stem; else gathered into the scratch, K a multiple of 32 */
+    int window =
+        c->stride == 2 && c->k > 1 && K >= 32 && K <= 1024 && !kann_conv2d_packed_direct(&a);
+    assert_int_equal(tiles, c->c_out >= 64 && (K % 32 == 0 || window));
     void *prepared = tiles ? prepare_one(&g) : NULL;
     ex.prepared = prepared;
     a.y = y_amx;
@@ -413,8 +418,10 @@ static void run_gather_case(const gather_case *c, uint32_t axis) {
     free(prepared);
 }
 
-/* resnet18's stride-2 convs and downsamples in small, ragged and padded shapes; K not a
- * multiple of 32 and fewer than 64 output channels take the AVX-512 variant. */
+/* resnet18's stride-2 convs and downsamples in small, ragged and padded shapes; stride-2 convs
+ * whose K is not a multiple of 32 (sample_cnn's 48 -> 64, a 5x5 over rows of two strips, a
+ * dilated one, a short reduction); fewer than 64 output channels, an image stem, K past 1024
+ * and a stride-1 conv whose K is not a multiple of 32 take the AVX-512 variant. */
 static void test_amx_gathered(void **state) {
     (void)state;
     if (!amx_runs()) return;
@@ -427,6 +434,13 @@ static void test_amx_gathered(void **state) {
         {96, 100, 7, 7, 3, 2, 1, 1, 1, 1, {KANN_ACT_SOFTPLUS, 0, 0, 0}},
         {24, 80, 10, 10, 3, 2, 1, 1, 1, 0, {KANN_ACT_RELU, 0, 0, 0}},
         {64, 48, 12, 12, 3, 2, 1, 1, 0, 0, {KANN_ACT_NONE, 0, 0, 0}},
+        {48, 64, 56, 56, 3, 2, 1, 1, 1, 0, {KANN_ACT_RELU, 0, 0, 0}},
+        {20, 64, 23, 70, 5, 2, 2, 1, 1, 1, {KANN_ACT_CLIP, 0, 6, 0}},
+        {40, 72, 15, 15, 3, 2, 0, 2, 0, 0, {KANN_ACT_SILU, 0, 0, 0}},
+        {12, 64, 9, 9, 3, 2, 1, 1, 1, 1, {KANN_ACT_NONE, 0, 0, 0}},
+        {3, 64, 31, 31, 3, 2, 1, 1, 1, 0, {KANN_ACT_RELU, 0, 0, 0}},
+        {120, 64, 9, 9, 3, 2, 1, 1, 1, 0, {KANN_ACT_RELU, 0, 0, 0}},
+        {24, 64, 12, 12, 3, 1, 1, 1, 1, 0, {KANN_ACT_RELU, 0, 0, 0}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (uint32_t axis = 0; axis < 2; axis++)
