@@ -1,7 +1,7 @@
-/* The AMX kernels of the 1x1 convs and of conv2d_packed's gathering convs (kann_amx.h): y = W x
- * (x, or the gathered columns of B) as three bf16 tile products, with conv2d_packed's and
- * pointwise_lanes' bias, residual and activation, or pointwise_gap's activation and average,
- * applied to the sums as they leave the tiles.
+/* The AMX kernels of the 1x1 convs and of conv2d_packed's gathering and strided convs
+ * (kann_amx.h): y = W x (x, or the gathered columns of B) as three bf16 tile products, with
+ * conv2d_packed's and pointwise_lanes' bias, residual and activation, or pointwise_gap's activation
+ * and average, applied to the sums as they leave the tiles.
  *
  * A record runs in strips of its pixels: the strip's input, every input channel of it, is split
  * into hi and lo pairs on the stack (B), then for each 32 output channels of the tile the
@@ -13,7 +13,10 @@
  * fetched once from L3 or memory, serves all its pixels from L2. Each sum is the same whatever
  * the tile: parts of a record along either axis compute their outputs as the whole record does.
  * A gathering conv runs 32 pixels at a time: their columns gathered into the strip's place in
- * the scratch, split there, then every 32 output channels through the tiles. */
+ * the scratch, split there, then every 32 output channels through the tiles. A conv of column
+ * stride 2 runs 32 pixels of an output row at a time, its taps read from x and split on the
+ * stack (no gather into memory first: sample_cnn's 48 -> 64 3x3 stride-2 conv, gathered that
+ * way, took as long as on the FMA units, split straight from x 0.75 of it). */
 #define KANN_VEC_BITS 512
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* The AMX kernels (gemm_amx.c): 1x1 convs (conv2d_packed's pointwise path, pointwise_lanes,
- * pointwise_gap) and conv2d_packed's gathering convs as products of bf16 tiles, on x86
- * processors with AMX-BF16.
+ * pointwise_gap) and conv2d_packed's gathering and strided convs as products of bf16 tiles, on
+ * x86 processors with AMX-BF16.
  *
  * A float a splits into two bf16 numbers, hi = a rounded to bf16 and lo = a - hi rounded to
  * bf16, so that a = hi + lo to about 2^-17 of |a|. A product a b is then hi_a hi_b + hi_a lo_b +
@@ -15,7 +15,8 @@
  * pairs into the caller's buffer (runtime/src/cpu_dispatch.c lays out the buffer: a
  * kann_amx_table, then each weight tensor's pairs). Each record's input is split as it runs:
  * a 1x1 conv's into a buffer on the stack of at most KANN_AMX_STACK bytes, a gathering conv's
- * gathered columns in place in its scratch. */
+ * gathered columns in place in its scratch, a strided conv's taps from x into a buffer on the
+ * stack. */
 #ifndef KANN_AMX_H
 #define KANN_AMX_H
 
@@ -50,9 +51,10 @@ typedef struct kann_amx_table {
 } kann_amx_table;
 
 /* 1 if record (kernel, args) runs on the AMX kernels once its weights are prepared, with *g its
- * weights; 0 if it runs on the AVX-512 variant (neither a 1x1 conv nor a gathering conv with a
- * reduction of a multiple of 32, too small a product for the tiles to pay off, a 1x1 conv of
- * more input channels than KANN_AMX_MAX_K). args: validated. */
+ * weights; 0 if it runs on the AVX-512 variant (neither a 1x1 conv, nor a conv of column stride
+ * 2 over 32 to 1024 weights, nor a gathering conv with a reduction of a multiple of 32; too
+ * small a product for the tiles to pay off; a 1x1 conv of more input channels than
+ * KANN_AMX_MAX_K). args: validated. */
 int kann_amx_gemm_of(uint32_t kernel, const void *args, kann_amx_gemm *g);
 /* Bytes of g's pairs (hi and lo), a multiple of 64. */
 uint64_t kann_amx_gemm_bytes(const kann_amx_gemm *g);

@@ -132,7 +132,8 @@ const void *kann_model_args(const kann_model *m, uint64_t *size);
  * CPU runs; a caller may force another (to compare or test them): their results agree within
  * float rounding.
  * AMX runs the AVX-512 kernels, but for the convs of 64 output channels or more that run as one
- * GEMM (1x1 convs, and convs gathered into a scratch over a multiple of 32 weights each): each
+ * GEMM (1x1 convs, convs gathered into a scratch over a multiple of 32 weights each, and convs of
+ * column stride 2 over 32 to 1024 weights): each
  * weight and input split into two bf16 numbers (hi + lo), three bf16 tile products per
  * multiply-add (hi hi + hi lo + lo hi). Their sums come within a few 1e-6 of the float ones,
  * relative to their size: the outputs agree within 1e-4 of their largest value, not within float
@@ -145,7 +146,7 @@ typedef enum kann_isa {
     KANN_ISA_GENERIC = 0, /* the portable C reference kernels */
     KANN_ISA_AVX2 = 1,    /* x86 AVX2 + FMA */
     KANN_ISA_AVX512 = 2,  /* x86 AVX-512 (F, VL, BW, DQ) */
-    KANN_ISA_AMX = 3,     /* x86 AVX-512 and AMX-BF16: 1x1 and gathered convs on the tiles */
+    KANN_ISA_AMX = 3,     /* x86 AVX-512 and AMX-BF16: 1x1, gathered, strided convs on tiles */
     KANN_ISA_COUNT
 } kann_isa;
 

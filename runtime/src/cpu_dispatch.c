@@ -1,6 +1,6 @@
 /* The CPU backend's kernel tables: the portable reference kernels, and on x86 the same table
  * with the AVX2 or AVX-512 variants (kernels/x86/variants.def) in place of the references, and
- * AVX-512's with the AMX kernels of the 1x1 and gathering convs (kernels/x86/kann_amx.h).
+ * AVX-512's with the AMX kernels of the 1x1, gathering and strided convs (kernels/x86/kann_amx.h).
  * kann_model_open takes the best level the CPU runs but AMX; kann_model_set_isa and
  * kann_model_set_isa_prepared (which writes what AMX's kernels read: the table of its prepared
  * weights, then their bf16 pairs) switch to another. */
@@ -46,7 +46,7 @@ static const kann_kernel_fn avx512_kernels[KANN_KERNEL_COUNT] = {
 #undef KANN_X86_VARIANT
 };
 #ifdef KANN_HAVE_AMX
-/* AVX-512's table with the 1x1 and gathering convs on the tiles (x86/kann_amx.h) */
+/* AVX-512's table with the 1x1, gathering and strided convs on the tiles (x86/kann_amx.h) */
 static const kann_kernel_fn amx_kernels[KANN_KERNEL_COUNT] = {
 #define KANN_KERNEL(ENUM, name, id, family) [id] = kann_##name##_ref,
 #include "kernels.def"
