@@ -132,14 +132,13 @@ const void *kann_model_args(const kann_model *m, uint64_t *size);
  * CPU runs; a caller may force another (to compare or test them): their results agree within
  * float rounding.
  * AMX runs the AVX-512 kernels, but for the convs of 64 output channels or more that run as one
- * GEMM (1x1 convs, convs gathered into a scratch over a multiple of 32 weights each, and convs of
- * column stride 2 over 32 to 1024 weights): each
- * weight and input split into two bf16 numbers (hi + lo), three bf16 tile products per
- * multiply-add (hi hi + hi lo + lo hi). Their sums come within a few 1e-6 of the float ones,
- * relative to their size: the outputs agree within 1e-4 of their largest value, not within float
- * rounding. It needs its weights prepared in a buffer of the caller's
- * (kann_model_set_isa_prepared), and on Linux the process's permission to use the tile data
- * (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA: kann_host_amx_permit does it) before it
+ * GEMM (1x1 convs, convs gathered into a scratch over a multiple of 32 weights each, convs of
+ * column stride 2 over 32 to 1024 weights): each weight and input split into two bf16 numbers
+ * (hi + lo), three bf16 tile products per multiply-add (hi hi + hi lo + lo hi). Their sums come
+ * within a few 1e-6 of the float ones, relative to their size: the outputs agree within 1e-4 of
+ * their largest value, not within float rounding. It needs its weights prepared in a buffer of the
+ * caller's (kann_model_set_isa_prepared), and on Linux the process's permission to use the tile
+ * data (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA: kann_host_amx_permit does it) before it
  * runs. Its kernels take about 132 KiB of the running thread's stack (a record's input split
  * into bf16 pairs). */
 typedef enum kann_isa {
