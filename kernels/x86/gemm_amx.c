@@ -314,16 +314,18 @@ static __mmask16 lanes_between(int64_t lo, int64_t hi) {
 
 /* Where one tap (kh, kw) of a strip's window reads, for every input channel: its offset in a
  * channel plane and, per 16 output pixels, the lanes of the two 16-float loads (at the offset
- * and 16 on) inside x's row, none where the row is padding; live: the output lanes kept. */
+ * and 16 on) inside x's row, none where the row is padding. */
 typedef struct window_tap {
     ptrdiff_t off;
-    __mmask16 m0[2], m1[2], live[2];
+    __mmask16 m0[2], m1[2];
 } window_tap;
 
-/* Tap t's 16 pixels of half h for the channel plane at x: input columns off, off + 2, ... */
-static inline __m512 tap_pixels(const float *x, const window_tap *t, size_t h, __m512i even) {
+/* Tap t's 16 pixels of half h for the channel plane at x: input columns off, off + 2, ...; the
+ * lanes past `live` zero. */
+static inline __m512 tap_pixels(const float *x, const window_tap *t, size_t h, __mmask16 live,
+                                __m512i even) {
     const float *r = x + t->off + 32 * (ptrdiff_t)h;
-    return _mm512_maskz_permutex2var_ps(t->live[h], _mm512_maskz_loadu_ps(t->m0[h], r), even,
+    return _mm512_maskz_permutex2var_ps(live, _mm512_maskz_loadu_ps(t->m0[h], r), even,
                                         _mm512_maskz_loadu_ps(t->m1[h], r + 16));
 }
 
@@ -336,17 +338,16 @@ static void split_window(const kann_conv2d_packed_args *a, const float *x, size_
     const size_t plane = (size_t)a->h_in * a->w_in;
     const int64_t w = a->w_in, ih0 = (int64_t)oh * a->stride_h - a->pad_top;
     window_tap tw[AMX_WINDOW_TAPS];
+    const __mmask16 live[2] = {lanes_between(0, (int64_t)n), lanes_between(0, (int64_t)n - 16)};
     for (size_t t = 0; t < taps; t++) {
         int64_t ih = ih0 + (int64_t)(t / a->k_w) * a->dil_h;
         int64_t iw = (int64_t)ow0 * 2 - a->pad_left + (int64_t)(t % a->k_w) * a->dil_w;
         int inside = ih >= 0 && ih < (int64_t)a->h_in;
         tw[t].off = (ptrdiff_t)(inside ? ih * w : 0) + (ptrdiff_t)iw;
         for (size_t h = 0; h < 2; h++) {
-            int64_t at = iw + 32 * (int64_t)h, first = (int64_t)h * 16;
-            int64_t cols = (int64_t)n - first < 0 ? 0 : (int64_t)n - first;
+            int64_t at = iw + 32 * (int64_t)h;
             tw[t].m0[h] = inside ? lanes_between(-at, w - at) : 0;
             tw[t].m1[h] = inside ? lanes_between(-at - 16, w - at - 16) : 0;
-            tw[t].live[h] = lanes_between(0, cols);
         }
     }
     const __m512i even =
@@ -360,8 +361,9 @@ static void split_window(const kann_conv2d_packed_args *a, const float *x, size_
         size_t step = k0 / 32, r = (k0 % 32) / 2;
         for (size_t h = 0; h < halves; h++) {
             __m512i hi, lo;
-            split_pair(xa ? tap_pixels(xa, &tw[t], h, even) : _mm512_setzero_ps(),
-                       xb ? tap_pixels(xb, &tw[t1], h, even) : _mm512_setzero_ps(), &hi, &lo);
+            split_pair(xa ? tap_pixels(xa, &tw[t], h, live[h], even) : _mm512_setzero_ps(),
+                       xb ? tap_pixels(xb, &tw[t1], h, live[h], even) : _mm512_setzero_ps(), &hi,
+                       &lo);
             _mm512_store_si512(b_tile(s->hi, s, step, h) + r * 32, hi);
             _mm512_store_si512(b_tile(s->lo, s, step, h) + r * 32, lo);
         }
@@ -429,12 +431,37 @@ static void finish(const epilogue *e, float c[32][32], size_t m, size_t rows, si
         finish_as(e, c, m, rows, p, n, 0);
 }
 
+/* A's rows of a prepared tensor: hi and lo, kp numbers a row. */
+typedef struct a_rows {
+    const uint16_t *hi, *lo;
+    size_t kp;
+} a_rows;
+
+static a_rows a_of(const kann_amx_entry *ent, const void *prepared) {
+    size_t kp = round_k(ent->k);
+    const uint16_t *hi = (const uint16_t *)((const uint8_t *)prepared + ent->data);
+    return (a_rows){hi, hi + ((size_t)ent->m + 32) * kp, kp};
+}
+
+/* Output channels [m, m + 32) (none past m1) over one block of n <= 32 pixels: the sums over
+ * every 32-deep step (B's step 0 at bs, each next step `advance` bytes on), out through e at
+ * pixels [p, p + n). */
+static void block_out(const a_rows *A, size_t m, size_t m1, b_step bs, size_t advance, size_t p,
+                      size_t n, float c[32][32], const epilogue *e) {
+    int two_m = m1 - m > 16, two_n = n > 16;
+    const uint16_t *ah = A->hi + m * A->kp, *al = A->lo + m * A->kp;
+    zero_sums();
+    for (size_t step = 0; step < A->kp / 32; step++, bs.hi += advance, bs.lo += advance)
+        dot_step(ah + step * 32, al + step * 32, A->kp, two_m, &bs, two_n);
+    store_sums(c);
+    finish(e, c, m, m1 - m < 32 ? m1 - m : 32, p, n);
+}
+
 /* Output channels [m0, m1) by pixels [p0, p1) of y = W x, x [k][hw]. */
 static void run_tiles(const kann_amx_entry *ent, const void *prepared, const float *x, size_t hw,
                       size_t m0, size_t m1, size_t p0, size_t p1, const epilogue *e) {
-    size_t kp = round_k(ent->k), rows = (size_t)ent->m + 32;
-    const uint16_t *a_hi = (const uint16_t *)((const uint8_t *)prepared + ent->data);
-    const uint16_t *a_lo = a_hi + rows * kp;
+    a_rows A = a_of(ent, prepared);
+    size_t kp = A.kp;
     /* B of as many pixels as fill KANN_AMX_STACK bytes (hi and lo: 4 bytes each): whole
      * 32-pixel blocks, or 16 pixels past 1024 input channels */
     _Alignas(64) uint16_t b_hi[KANN_AMX_STACK / 4], b_lo[KANN_AMX_STACK / 4];
@@ -446,23 +473,14 @@ static void run_tiles(const kann_amx_entry *ent, const void *prepared, const flo
         size_t n = p1 - p < wide ? p1 - p : wide;
         strip_b s = {b_hi, b_lo, (n + 15) / 16 * 16};
         split_input(x, hw, ent->k, p, n, &s);
-        for (size_t m = m0; m < m1; m += 32) {
-            int two_m = m1 - m > 16;
-            const uint16_t *ah = a_hi + m * kp, *al = a_lo + m * kp;
+        size_t advance = s.pixels / 16 * B_TILE * sizeof(uint16_t); /* one step of the strip */
+        for (size_t m = m0; m < m1; m += 32)
             for (size_t q = 0; q < n; q += 32) {
-                size_t cols = n - q < 32 ? n - q : 32;
-                int two_n = cols > 16;
-                zero_sums();
-                for (size_t step = 0; step < kp / 32; step++) {
-                    b_step bs = {(const uint8_t *)b_tile(b_hi, &s, step, q / 16),
-                                 (const uint8_t *)b_tile(b_lo, &s, step, q / 16), 64,
-                                 B_TILE * sizeof(uint16_t)};
-                    dot_step(ah + step * 32, al + step * 32, kp, two_m, &bs, two_n);
-                }
-                store_sums(c);
-                finish(e, c, m, m1 - m < 32 ? m1 - m : 32, p + q, cols);
+                b_step bs = {(const uint8_t *)b_tile(b_hi, &s, 0, q / 16),
+                             (const uint8_t *)b_tile(b_lo, &s, 0, q / 16), 64,
+                             B_TILE * sizeof(uint16_t)};
+                block_out(&A, m, m1, bs, advance, p + q, n - q < 32 ? n - q : 32, c, e);
             }
-        }
     }
     _tile_release();
 }
@@ -491,9 +509,8 @@ static void split_strip(float *b, size_t k) {
 static void run_gathered(const kann_amx_entry *ent, const void *prepared,
                          const kann_conv2d_packed_args *a, const kann_exec *ex, size_t m0,
                          size_t m1, size_t p0, size_t p1, const epilogue *e) {
-    size_t K = ent->k, rows = (size_t)ent->m + 32;
-    const uint16_t *a_hi = (const uint16_t *)((const uint8_t *)prepared + ent->data);
-    const uint16_t *a_lo = a_hi + rows * K;
+    size_t K = ent->k; /* a multiple of 32 */
+    a_rows A = a_of(ent, prepared);
     const float *x = kann_cref(ex, a->x);
     float *scratch = kann_mref(ex, a->scratch);
     _Alignas(64) float c[32][32];
@@ -504,18 +521,8 @@ static void run_gathered(const kann_amx_entry *ent, const void *prepared,
         kann_conv2d_packed_gather(a, x, strip, p, p + n, 32);
         split_strip(strip, K);
         const uint8_t *b = (const uint8_t *)strip;
-        int two_n = n > 16;
-        for (size_t m = m0; m < m1; m += 32) {
-            int two_m = m1 - m > 16;
-            const uint16_t *ah = a_hi + m * K, *al = a_lo + m * K;
-            zero_sums();
-            for (size_t step = 0; step < K / 32; step++) {
-                b_step bs = {b + step * 16 * 256, b + step * 16 * 256 + 128, 256, 64};
-                dot_step(ah + step * 32, al + step * 32, K, two_m, &bs, two_n);
-            }
-            store_sums(c);
-            finish(e, c, m, m1 - m < 32 ? m1 - m : 32, p, n);
-        }
+        for (size_t m = m0; m < m1; m += 32)
+            block_out(&A, m, m1, (b_step){b, b + 128, 256, 64}, 16 * 256, p, n, c, e);
     }
     _tile_release();
 }
@@ -526,9 +533,8 @@ static void run_gathered(const kann_amx_entry *ent, const void *prepared,
 static void run_window(const kann_amx_entry *ent, const void *prepared,
                        const kann_conv2d_packed_args *a, const kann_exec *ex, size_t m0, size_t m1,
                        size_t p0, size_t p1, const epilogue *e) {
-    size_t kp = round_k(ent->k), rows = (size_t)ent->m + 32, w_out = a->w_out;
-    const uint16_t *a_hi = (const uint16_t *)((const uint8_t *)prepared + ent->data);
-    const uint16_t *a_lo = a_hi + rows * kp;
+    a_rows A = a_of(ent, prepared);
+    size_t w_out = a->w_out;
     const float *x = kann_cref(ex, a->x);
     _Alignas(64) uint16_t b_hi[KANN_AMX_STACK / 4], b_lo[KANN_AMX_STACK / 4];
     _Alignas(64) float c[32][32];
@@ -540,19 +546,11 @@ static void run_window(const kann_amx_entry *ent, const void *prepared,
             size_t n = c1 - ow < 32 ? c1 - ow : 32;
             strip_b s = {b_hi, b_lo, (n + 15) / 16 * 16};
             split_window(a, x, oh, ow, n, &s);
-            for (size_t m = m0; m < m1; m += 32) {
-                int two_m = m1 - m > 16;
-                const uint16_t *ah = a_hi + m * kp, *al = a_lo + m * kp;
-                zero_sums();
-                for (size_t step = 0; step < kp / 32; step++) {
-                    b_step bs = {(const uint8_t *)b_tile(b_hi, &s, step, 0),
-                                 (const uint8_t *)b_tile(b_lo, &s, step, 0), 64,
-                                 B_TILE * sizeof(uint16_t)};
-                    dot_step(ah + step * 32, al + step * 32, kp, two_m, &bs, n > 16);
-                }
-                store_sums(c);
-                finish(e, c, m, m1 - m < 32 ? m1 - m : 32, oh * w_out + ow, n);
-            }
+            b_step bs = {(const uint8_t *)b_hi, (const uint8_t *)b_lo, 64,
+                         B_TILE * sizeof(uint16_t)};
+            for (size_t m = m0; m < m1; m += 32)
+                block_out(&A, m, m1, bs, s.pixels / 16 * B_TILE * sizeof(uint16_t), oh * w_out + ow,
+                          n, c, e);
         }
     }
     _tile_release();
